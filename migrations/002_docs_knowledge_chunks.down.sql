@@ -1,0 +1,1 @@
+drop table if exists docs_knowledge_chunks;

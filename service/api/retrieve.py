@@ -1,0 +1,45 @@
+"""POST /retrieve: validate the request, run the pipeline, return evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, post
+from litestar.datastructures import State
+from litestar.exceptions import ValidationException
+
+from service.api.schemas import MAX_QUERY_CHARS, RetrieveRequest, RetrieveResponse
+from service.domain.types import CATEGORIES
+from service.normalize.text import clean
+from service.pipeline import Pipeline, RetrieveParams
+
+PIPELINE_KEY = "pipeline"
+
+
+def validate_request(data: RetrieveRequest) -> RetrieveParams:
+    """The checks msgspec cannot express: trimmed length, category names."""
+    query = clean(data.query)
+    if not 1 <= len(query) <= MAX_QUERY_CHARS:
+        raise ValidationException(
+            f"query must be 1–{MAX_QUERY_CHARS} characters after trimming (got {len(query)})"
+        )
+    if data.category is not None and data.category not in CATEGORIES:
+        raise ValidationException(
+            f"unknown category {data.category!r}; valid categories: {', '.join(CATEGORIES)}"
+        )
+    return RetrieveParams(query=query, phase_cap=data.phase, top_k=data.top_k, category=data.category)
+
+
+def pipeline_of(state: State) -> Pipeline:
+    pipeline: Pipeline = state[PIPELINE_KEY]
+    return pipeline
+
+
+@post("/retrieve", summary="Retrieve documentation evidence and a decision", status_code=200)
+async def retrieve(data: RetrieveRequest, state: State, request: Request[Any, Any, Any]) -> RetrieveResponse:
+    params = validate_request(data)
+    pipeline = pipeline_of(state)
+    return await pipeline.run_request(params)
+
+
+ROUTES: list[object] = [retrieve]

@@ -1,0 +1,158 @@
+"""Evidence + thresholds → Answer | Clarify | NoMatch (pure; no I/O).
+
+The rules run in the seed plan's order:
+
+1. top score 0 (or nothing found)                  → no match
+2. only one result                                 → second score is 0
+3. matched terms < MIN_MATCHED_TERMS               → weak: clarify
+4. no title/keyword hit and no exact title phrase  → weak: clarify
+5. top raw score < MIN_SCORE                       → weak: clarify
+6. raw gap to the best *other document* < MIN_GAP  → ambiguous: clarify
+7. confidence < MIN_CONF                           → ambiguous: clarify
+8. otherwise                                       → answer
+
+MIN_SCORE and MIN_GAP are in seed points (raw, before length normalisation):
+after dividing by √(content tokens) a 500-token page scores below 1 for any
+one-word query, so a threshold of 3 on that scale could never be met.  The
+confidence uses the ranking (normalised) scores, as the seed's formula does.
+
+An explain-type question whose subject is literally a page title ("what is
+home") answers with that page instead of asking "Home or Dashboard?": the
+phrasing already says which meaning is wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from service.decide import clarify
+from service.domain.types import (
+    Answer,
+    Clarify,
+    Decision,
+    Evidence,
+    NoMatch,
+    NormalizedQuery,
+    Option,
+    Thresholds,
+)
+from service.normalize.text import lowercase_words, match_key, words
+from service.scoring.keyword_formulas import confidence, matched_term_count
+
+
+def option_of(evidence: Evidence) -> Option:
+    return Option(doc_slug=evidence.doc_slug, title=evidence.title, category=evidence.category)
+
+
+def distinct_documents(results: Sequence[Evidence], limit: int) -> list[Evidence]:
+    """The best evidence of each document, in rank order."""
+    seen: set[str] = set()
+    best: list[Evidence] = []
+    for evidence in results:
+        if evidence.doc_slug not in seen:
+            seen.add(evidence.doc_slug)
+            best.append(evidence)
+            if len(best) == limit:
+                break
+    return best
+
+
+def weakness(top: Evidence, thresholds: Thresholds) -> str | None:
+    """Rules 3–5: why the top candidate is too weak to answer with, or None."""
+    if matched_term_count(len(top.matched_terms), top.exact_title_phrase) < thresholds.min_matched_terms:
+        return "matched_terms"
+    if not top.title_or_keyword_hit and not top.exact_title_phrase:
+        return "no_title_or_keyword_hit"
+    if top.raw_score < thresholds.min_score:
+        return "low_score"
+    return None
+
+
+def _title_key(text: str) -> str:
+    return " ".join(match_key(w) for w in words(lowercase_words(text)))
+
+
+def explain_target(query: NormalizedQuery, results: Sequence[Evidence]) -> Evidence | None:
+    """For "what is X" / "explain X": the best evidence whose page title is X."""
+    if query.intent != "explain" or not query.subject:
+        return None
+    subject = _title_key(query.subject)
+    for evidence in results:
+        if _title_key(evidence.title) == subject:
+            return evidence
+    return None
+
+
+def decide(
+    results: Sequence[Evidence], query: NormalizedQuery, thresholds: Thresholds
+) -> Decision:
+    """Apply the rules to ranked evidence (best first)."""
+    if not results or results[0].score <= 0:
+        return NoMatch(message=clarify.NO_MATCH, reason="no_match")
+
+    target = explain_target(query, results)
+    if target is not None and weakness(target, thresholds) is None:
+        ordered = (target, *[e for e in results if e is not target])
+        return Answer(results=ordered, confidence=1.0, reason="explain_subject_is_title")
+
+    top = results[0]
+    others = distinct_documents(results, limit=3)
+    second = others[1] if len(others) > 1 else None
+    second_score = second.score if second else 0.0
+    conf = round(confidence(top.score, second_score), 4)
+
+    weak_reason = weakness(top, thresholds)
+    if weak_reason is not None:
+        if second is None:
+            message = clarify.single_low_confidence(top)
+            options = [option_of(top)]
+        else:
+            message = clarify.weak(top)
+            options = [option_of(e) for e in others]
+        return Clarify(
+            results=tuple(results), confidence=conf, message=message,
+            options=tuple(options), reason=weak_reason,
+        )
+
+    if second is not None:
+        gap_too_small = top.raw_score - second.raw_score < thresholds.min_gap
+        if gap_too_small or conf < thresholds.min_conf:
+            return Clarify(
+                results=tuple(results),
+                confidence=conf,
+                message=clarify.ambiguous(top, second),
+                options=(option_of(top), option_of(second)),
+                reason="small_gap" if gap_too_small else "low_confidence",
+            )
+    return Answer(results=tuple(results), confidence=conf)
+
+
+def decide_multi_intent(
+    part_results: Sequence[Sequence[Evidence]],
+    query: NormalizedQuery,
+    thresholds: Thresholds,
+) -> Answer | None:
+    """Two or more parts with a strong, distinct answer each → both, and ask which.
+
+    A part is strong when it would be answered on its own (score, matched
+    terms, title/keyword guard, gap and confidence).  Returns None when fewer
+    than two parts are strong; the caller then decides on the whole query.
+    """
+    part_query = NormalizedQuery(raw=query.raw, tokens=(), phrase="")
+    strong: list[Answer] = []
+    for results in part_results:
+        verdict = decide(results, part_query, thresholds)
+        if not isinstance(verdict, Answer):
+            continue
+        if verdict.results[0].doc_slug not in {a.results[0].doc_slug for a in strong}:
+            strong.append(verdict)
+    if len(strong) < 2:
+        return None
+    chosen = [a.results[0] for a in strong[:2]]
+    return Answer(
+        results=tuple(chosen),
+        confidence=min(a.confidence for a in strong[:2]),
+        message=clarify.MULTI_INTENT,
+        options=tuple(option_of(e) for e in chosen),
+        reason="multi_intent",
+    )

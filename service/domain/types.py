@@ -1,0 +1,144 @@
+"""Pure domain types shared by every stage of the pipeline.
+
+Every type is a frozen msgspec Struct: evidence flows one way through the
+pipeline and a later stage makes new objects instead of editing old ones.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+CATEGORIES: tuple[str, ...] = ("concepts", "widgets", "actions")
+
+Source = Literal["keyword", "hybrid", "embedding", "cache"]
+Intent = Literal["explain", "navigate", "lookup"]
+QueryType = Literal["exact", "semantic", "mixed"]
+
+
+class Base(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every wire and domain type."""
+
+
+class Document(Base):
+    """One documentation page as stored in `docs_knowledge`."""
+
+    slug: str
+    category: str
+    title: str
+    content: str
+    keywords: tuple[str, ...]
+    content_hash: str
+    summary: str = ""
+    version: int = 1
+
+
+class Chunk(Base):
+    """One retrievable section of a document (`docs_knowledge_chunks`)."""
+
+    doc_slug: str
+    category: str
+    title: str
+    header_path: str
+    chunk_index: int
+    content: str
+    keywords: tuple[str, ...]
+    chunk_hash: str
+    token_count: int
+
+    @property
+    def chunk_id(self) -> str:
+        return f"{self.doc_slug}#chunk-{self.chunk_index}"
+
+
+class Correction(Base):
+    """A typo correction made while normalising a query."""
+
+    original: str
+    corrected: str
+    similarity: float
+
+
+class NormalizedQuery(Base):
+    """A query after cleaning, stopwords, synonyms, stemming and typo fixes."""
+
+    raw: str
+    """The query as received, control characters stripped and trimmed."""
+    tokens: tuple[str, ...]
+    """Unique content tokens in query order."""
+    phrase: str
+    """The tokens joined by spaces: what the exact-title-phrase rule compares."""
+    corrections: tuple[Correction, ...] = ()
+    intent: Intent = "lookup"
+    subject: str = ""
+    """For explain-type queries, the subject as the user wrote it (pre-synonym)."""
+    parts: tuple[tuple[str, ...], ...] = ()
+    """Token groups of a multi-intent query ("workspace and widgets")."""
+    is_multi_intent: bool = False
+    query_type: QueryType = "mixed"
+
+
+class Evidence(Base):
+    """One scored candidate: a whole document (phase 1) or a chunk (phase 2+)."""
+
+    doc_slug: str
+    title: str
+    category: str
+    snippet: str
+    score: float
+    content_hash: str
+    matched_terms: tuple[str, ...]
+    source: Source
+    header_path: str | None = None
+    match_explain: tuple[str, ...] = ()
+    chunk_index: int | None = None
+    chunk_hash: str | None = None
+    raw_score: float = 0.0
+    """Seed-formula points before length normalisation."""
+    title_or_keyword_hit: bool = False
+    exact_title_phrase: bool = False
+
+
+class Option(Base):
+    """A candidate the UI can render as a button."""
+
+    doc_slug: str
+    title: str
+    category: str
+
+
+class Thresholds(Base):
+    """Decision thresholds of one phase (seed plan defaults)."""
+
+    min_score: float = 3.0
+    min_conf: float = 0.3
+    min_gap: float = 2.0
+    min_matched_terms: int = 2
+
+
+class Answer(Base, tag="answer"):
+    results: tuple[Evidence, ...]
+    confidence: float
+    message: str = ""
+    options: tuple[Option, ...] = ()
+    reason: str = "confident"
+
+
+class Clarify(Base, tag="clarify"):
+    results: tuple[Evidence, ...]
+    confidence: float
+    message: str
+    options: tuple[Option, ...]
+    reason: str
+
+
+class NoMatch(Base, tag="no_match"):
+    message: str
+    reason: str
+    results: tuple[Evidence, ...] = ()
+    confidence: float = 0.0
+    options: tuple[Option, ...] = ()
+
+
+Decision = Answer | Clarify | NoMatch

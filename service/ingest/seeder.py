@@ -1,0 +1,164 @@
+"""Idempotent seeding: `seeds/` → `docs_knowledge` + `docs_knowledge_chunks`.
+
+1. Parse every file and chunk every document *before* touching the database:
+   one bad file fails the seed and nothing is written.
+2. One transaction (serialised by a transaction-level advisory lock) that
+   inserts new documents, updates changed ones (content_hash differs; version
+   bumped), leaves unchanged rows alone (no UPDATE, so updated_at stays),
+   deletes documents whose file is gone, then does the same for chunks keyed
+   by (doc_slug, chunk_index). A seed killed half-way leaves the previous
+   corpus intact, because the transaction never commits.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from service.domain.types import Base, Chunk, Document
+from service.ingest.markdown import parse_seeds
+
+log = logging.getLogger(__name__)
+
+Chunker = Callable[[Document], list[Chunk]]
+# Arbitrary but fixed: identifies "seeding" among advisory locks.
+SEED_LOCK_KEY = 0x5EED_0002
+
+
+class SeedCounts(Base):
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+
+
+class SeedReport(Base):
+    documents: SeedCounts
+    chunks: SeedCounts
+
+    @property
+    def changed(self) -> bool:
+        d, c = self.documents, self.chunks
+        return bool(d.inserted or d.updated or d.deleted or c.inserted or c.updated or c.deleted)
+
+
+def default_chunker(max_tokens: int = 450) -> Chunker:
+    """The heading-aware chunker of `service.ingest.chunker`."""
+    module = importlib.import_module("service.ingest.chunker")
+    chunk_document: Callable[..., list[Chunk]] = module.chunk_document
+
+    def chunker(doc: Document) -> list[Chunk]:
+        return chunk_document(doc, max_tokens=max_tokens)
+
+    return chunker
+
+
+def _chunk_row(c: Chunk) -> tuple[Any, ...]:
+    """Every stored column of a chunk, in comparison order."""
+    return (c.category, c.title, c.header_path, c.content, list(c.keywords), c.chunk_hash,
+            c.token_count)
+
+
+async def seed(pool: asyncpg.Pool[Any], seeds_dir: Path, chunker: Chunker) -> SeedReport:
+    """Bring the database in line with `seeds_dir`; see the module docstring."""
+    documents = parse_seeds(seeds_dir)  # raises SeedError before any write
+    chunks = [chunk for doc in documents for chunk in chunker(doc)]
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("select pg_advisory_xact_lock($1)", SEED_LOCK_KEY)
+        doc_counts, orphaned = await _sync_documents(conn, documents)
+        chunk_counts = await _sync_chunks(conn, chunks, already_deleted=orphaned)
+    report = SeedReport(documents=doc_counts, chunks=chunk_counts)
+    log.info("seed finished: %s", report)
+    return report
+
+
+async def _sync_documents(
+    conn: asyncpg.Connection[Any], docs: Sequence[Document]
+) -> tuple[SeedCounts, int]:
+    """Returns the counts and how many chunks went with deleted documents."""
+    stored = {
+        r["slug"]: r["content_hash"]
+        for r in await conn.fetch("select slug, content_hash from docs_knowledge")
+    }
+    new = [d for d in docs if d.slug not in stored]
+    changed = [d for d in docs if d.slug in stored and stored[d.slug] != d.content_hash]
+    gone = sorted(set(stored) - {d.slug for d in docs})
+    if new:
+        await conn.executemany(
+            """insert into docs_knowledge
+                   (slug, category, title, summary, content, keywords, content_hash)
+               values ($1, $2, $3, $4, $5, $6, $7)""",
+            [(d.slug, d.category, d.title, d.summary, d.content, list(d.keywords),
+              d.content_hash) for d in new],
+        )
+    if changed:
+        await conn.executemany(
+            """update docs_knowledge
+                  set category = $2, title = $3, summary = $4, content = $5, keywords = $6,
+                      content_hash = $7, version = version + 1, updated_at = now()
+                where slug = $1""",
+            [(d.slug, d.category, d.title, d.summary, d.content, list(d.keywords),
+              d.content_hash) for d in changed],
+        )
+    orphaned = 0
+    if gone:
+        # Delete the chunks explicitly (the FK would cascade) so they can be counted.
+        orphaned = len(await conn.fetch(
+            "delete from docs_knowledge_chunks where doc_slug = any($1::text[]) returning 1", gone
+        ))
+        await conn.execute("delete from docs_knowledge where slug = any($1::text[])", gone)
+    counts = SeedCounts(
+        inserted=len(new), updated=len(changed), deleted=len(gone),
+        unchanged=len(docs) - len(new) - len(changed),
+    )
+    return counts, orphaned
+
+
+async def _sync_chunks(
+    conn: asyncpg.Connection[Any], chunks: Sequence[Chunk], *, already_deleted: int
+) -> SeedCounts:
+    stored = {
+        (r["doc_slug"], r["chunk_index"]): (
+            r["category"], r["title"], r["header_path"], r["content"], list(r["keywords"]),
+            r["chunk_hash"], r["token_count"],
+        )
+        for r in await conn.fetch(
+            "select doc_slug, chunk_index, category, title, header_path, content, keywords,"
+            " chunk_hash, token_count from docs_knowledge_chunks"
+        )
+    }
+    wanted = {(c.doc_slug, c.chunk_index): c for c in chunks}
+    new = [c for key, c in wanted.items() if key not in stored]
+    # Compare every column, not only chunk_hash: a renamed heading or new
+    # document keywords change the row while the chunk text stays the same.
+    changed = [c for key, c in wanted.items() if key in stored and stored[key] != _chunk_row(c)]
+    stale = [key for key in stored if key not in wanted]
+    if stale:
+        await conn.execute(
+            """delete from docs_knowledge_chunks c
+                using unnest($1::text[], $2::int[]) as s(doc_slug, chunk_index)
+                where c.doc_slug = s.doc_slug and c.chunk_index = s.chunk_index""",
+            [k[0] for k in stale], [k[1] for k in stale],
+        )
+    if new or changed:
+        await conn.executemany(
+            """insert into docs_knowledge_chunks
+                   (doc_slug, chunk_index, category, title, header_path, content, keywords,
+                    chunk_hash, token_count)
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+               on conflict (doc_slug, chunk_index) do update
+                  set category = excluded.category, title = excluded.title,
+                      header_path = excluded.header_path, content = excluded.content,
+                      keywords = excluded.keywords, chunk_hash = excluded.chunk_hash,
+                      token_count = excluded.token_count, updated_at = now()""",
+            [(c.doc_slug, c.chunk_index, *_chunk_row(c)) for c in [*new, *changed]],
+        )
+    return SeedCounts(
+        inserted=len(new), updated=len(changed), deleted=len(stale) + already_deleted,
+        unchanged=len(wanted) - len(new) - len(changed),
+    )

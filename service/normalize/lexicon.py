@@ -1,0 +1,144 @@
+"""The lexicon: stopwords, synonyms, known terms and the corpus vocabulary.
+
+Built once per seeded corpus and cached in memory; every normalisation call
+reads it and never changes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from pathlib import Path
+
+import yaml
+
+from service.normalize.text import lowercase_words, match_key, normalise_words, words
+
+_DATA = Path(__file__).parent / "data"
+
+# The seed plan's core concepts: always known terms, whatever the corpus says.
+CORE_CONCEPT_TERMS: tuple[str, ...] = (
+    "home",
+    "dashboard",
+    "workspace",
+    "notes",
+    "recent",
+    "widget",
+    "panel",
+)
+
+
+def _read_word_list(path: Path) -> frozenset[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+@cache
+def default_stopwords() -> frozenset[str]:
+    """English stopwords plus topic-free filler words (see the data files)."""
+    return _read_word_list(_DATA / "stopwords_en.txt") | _read_word_list(_DATA / "fillers_en.txt")
+
+
+class SynonymError(ValueError):
+    """The synonyms file is malformed; the message names the file and entry."""
+
+
+@dataclass(frozen=True)
+class Synonyms:
+    phrases: Mapping[str, str] = field(default_factory=dict)
+    words: Mapping[str, str] = field(default_factory=dict)
+
+
+def load_synonyms(path: Path) -> Synonyms:
+    """Read `phrases:` and `words:` maps; keys and values are lowercased words."""
+    if not path.exists():
+        return Synonyms()
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict) or set(data) - {"phrases", "words"}:
+        raise SynonymError(f"{path}: expected only the keys `phrases` and `words`")
+    maps: dict[str, dict[str, str]] = {}
+    for section in ("phrases", "words"):
+        entries = data.get(section) or {}
+        if not isinstance(entries, dict):
+            raise SynonymError(f"{path}: `{section}` must map a term to its rewrite")
+        cleaned: dict[str, str] = {}
+        for key, value in entries.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise SynonymError(f"{path}: {section}.{key}: both sides must be text")
+            source, target = lowercase_words(key), lowercase_words(value)
+            if section == "words" and " " in source:
+                raise SynonymError(f"{path}: words.{key}: a word rewrite has one word; use phrases")
+            cleaned[source] = target
+        maps[section] = cleaned
+    return Synonyms(phrases=maps["phrases"], words=maps["words"])
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """Everything normalisation needs to know about the language and the corpus."""
+
+    stopwords: frozenset[str]
+    synonyms: Synonyms
+    known_terms: frozenset[str]
+    """Single words from titles, keywords, widget names and core concepts."""
+    vocabulary: frozenset[str]
+    """Every normalised token of the corpus: a query token in here is not a typo."""
+    vocabulary_keys: frozenset[str]
+    """`match_key` of every vocabulary token."""
+
+    @cached_property
+    def typo_choices(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Known terms, then vocabulary, sorted once for the fuzzy matcher."""
+        return tuple(sorted(self.known_terms)), tuple(sorted(self.vocabulary))
+
+    def normalise(self, text: str) -> list[str]:
+        return normalise_words(
+            text,
+            stopwords=self.stopwords,
+            phrase_synonyms=self.synonyms.phrases,
+            word_synonyms=self.synonyms.words,
+            known_terms=self.known_terms,
+        )
+
+
+def known_terms_from(
+    titles: Iterable[str], keywords: Iterable[str], extra: Iterable[str] = ()
+) -> frozenset[str]:
+    """Known terms: each word of each title and keyword phrase, plus the core concepts."""
+    terms: set[str] = set(CORE_CONCEPT_TERMS)
+    for phrase in [*titles, *keywords, *extra]:
+        terms.update(words(lowercase_words(phrase)))
+    return frozenset(terms)
+
+
+def build_lexicon(
+    *,
+    titles: Iterable[str],
+    keywords: Iterable[str],
+    texts: Iterable[str],
+    synonyms: Synonyms,
+    extra_known: Iterable[str] = (),
+    stopwords: frozenset[str] | None = None,
+) -> Lexicon:
+    """Build the lexicon of a corpus: known terms first, then the vocabulary."""
+    title_list, keyword_list = list(titles), list(keywords)
+    known = known_terms_from(title_list, keyword_list, extra_known) - (stopwords or default_stopwords())
+    partial = Lexicon(
+        stopwords=stopwords or default_stopwords(),
+        synonyms=synonyms,
+        known_terms=known,
+        vocabulary=frozenset(),
+        vocabulary_keys=frozenset(),
+    )
+    vocabulary: set[str] = set()
+    for text in [*title_list, *keyword_list, *texts]:
+        vocabulary.update(partial.normalise(text))
+    vocabulary.update(partial.normalise(" ".join(known)))
+    return Lexicon(
+        stopwords=partial.stopwords,
+        synonyms=synonyms,
+        known_terms=known,
+        vocabulary=frozenset(vocabulary),
+        vocabulary_keys=frozenset(match_key(t) for t in vocabulary),
+    )

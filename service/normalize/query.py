@@ -1,0 +1,139 @@
+"""Raw query text → NormalizedQuery (pure: the lexicon is passed in)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz, process
+
+from service.domain.types import Correction, Intent, NormalizedQuery
+from service.normalize.lexicon import Lexicon
+from service.normalize.text import (
+    apply_phrase_synonyms,
+    apply_word_synonyms,
+    clean,
+    lowercase_words,
+    match_key,
+    stem_plural,
+    words,
+)
+
+
+@dataclass(frozen=True)
+class TypoSettings:
+    min_token_length: int = 4
+    max_token_length: int = 32
+    similarity_cutoff: float = 85.0
+
+
+_EXPLAIN_PATTERNS = (
+    re.compile(r"^(?:what|whats) (?:is|are|s) (?P<subject>.+)$"),
+    re.compile(r"^whats (?P<subject>.+)$"),
+    re.compile(r"^(?:explain|describe|define) (?P<subject>.+)$"),
+    re.compile(r"^tell me (?:more )?about (?P<subject>.+)$"),
+    re.compile(r"^what does (?P<subject>.+) (?:mean|do)$"),
+    re.compile(r"^how does (?P<subject>.+) work$"),
+)
+_NAVIGATE_PATTERN = re.compile(
+    r"^(?:open|go to|goto|show me|show|take me to|where is|where are|where do i find|"
+    r"how do i (?:find|open|get to|go to))\b"
+)
+_LEADING_DETERMINERS = re.compile(r"^(?:(?:the|a|an|my|our|your|this|that) )+")
+# Joiners that make a query multi-intent: "workspace and widgets", "notes + quick links".
+_INTENT_SPLIT = re.compile(r"\s+(?:and|or)\s+|[+&,;]")
+
+
+def detect_intent(lowered: str) -> tuple[Intent, str]:
+    """Explain ("what is X", "explain X", "tell me about X"), navigate, or lookup.
+
+    Returns the intent and, for explain queries, the subject as written.
+    """
+    for pattern in _EXPLAIN_PATTERNS:
+        found = pattern.match(lowered)
+        if found:
+            subject = _LEADING_DETERMINERS.sub("", found.group("subject")).strip()
+            return "explain", subject
+    if _NAVIGATE_PATTERN.match(lowered):
+        return "navigate", ""
+    return "lookup", ""
+
+
+def correct_typo(token: str, lexicon: Lexicon, settings: TypoSettings) -> Correction | None:
+    """Closest known term, else vocabulary word, above the cut-off; None if none.
+
+    Only tokens that are not in the vocabulary, and whose length lies within
+    the bounds, are looked at: the upper bound keeps the fuzzy search cheap
+    for hostile 10,000-character tokens.
+    """
+    if token in lexicon.vocabulary or match_key(token) in lexicon.vocabulary_keys:
+        return None
+    if not settings.min_token_length <= len(token) <= settings.max_token_length or token.isdigit():
+        return None
+    best: Correction | None = None
+    # Known terms first: on a tie the product's own vocabulary wins.
+    for choices in lexicon.typo_choices:
+        found = process.extractOne(
+            token, choices, scorer=fuzz.ratio, score_cutoff=settings.similarity_cutoff
+        )
+        if found is not None and (best is None or found[1] > best.similarity):
+            best = Correction(original=token, corrected=found[0], similarity=round(found[1], 1))
+    return best
+
+
+def _normalise_tokens(
+    lowered: str, lexicon: Lexicon, typo: TypoSettings, notes: list[str]
+) -> tuple[list[str], list[Correction]]:
+    rewritten, phrase_rules = apply_phrase_synonyms(lowered, lexicon.synonyms.phrases)
+    kept = [t for t in words(rewritten) if t not in lexicon.stopwords]
+    swapped, word_rules = apply_word_synonyms(kept, lexicon.synonyms.words)
+    notes.extend(f"synonym: {rule}" for rule in [*phrase_rules, *word_rules])
+    tokens: list[str] = []
+    corrections: list[Correction] = []
+    for token in swapped:
+        if token in lexicon.stopwords:
+            continue
+        stemmed = stem_plural(token, lexicon.known_terms)
+        fix = correct_typo(stemmed, lexicon, typo)
+        if fix is not None:
+            corrections.append(fix)
+            stemmed = fix.corrected
+        if stemmed not in tokens:
+            tokens.append(stemmed)
+    return tokens, corrections
+
+
+def normalize_query(
+    raw: str, lexicon: Lexicon, typo: TypoSettings | None = None
+) -> tuple[NormalizedQuery, list[str]]:
+    """Normalise a query; also returns human-readable notes (synonyms used).
+
+    Stages in order: clean, lowercase and strip punctuation, phrase synonyms,
+    tokenise, stopwords, word synonyms, conservative stemming, typo correction.
+    """
+    settings = typo or TypoSettings()
+    cleaned = clean(raw)
+    lowered = lowercase_words(cleaned)
+    intent, subject = detect_intent(lowered)
+    notes: list[str] = []
+    tokens, corrections = _normalise_tokens(lowered, lexicon, settings, notes)
+
+    parts: list[tuple[str, ...]] = []
+    pieces = [lowercase_words(p) for p in _INTENT_SPLIT.split(cleaned.lower())]
+    if len(pieces) > 1:
+        for piece in pieces:
+            piece_tokens, _ = _normalise_tokens(piece, lexicon, settings, [])
+            if piece_tokens:
+                parts.append(tuple(piece_tokens))
+    is_multi = len(parts) >= 2
+    query = NormalizedQuery(
+        raw=cleaned,
+        tokens=tuple(tokens),
+        phrase=" ".join(tokens),
+        corrections=tuple(corrections),
+        intent=intent,
+        subject=subject,
+        parts=tuple(parts) if is_multi else (tuple(tokens),),
+        is_multi_intent=is_multi,
+    )
+    return query, notes

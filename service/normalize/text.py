@@ -1,0 +1,121 @@
+"""Pure text functions shared by query and document normalisation.
+
+Queries and documents go through the same steps so that a query token and a
+document token meet in the same form: clean → lowercase → phrase synonyms →
+tokenise → stopwords → word synonyms → conservative plural stemming.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_APOSTROPHES = re.compile(r"['\u2019\u02bc]")
+
+
+def clean(raw: str) -> str:
+    """NFKC-normalise, turn control/format characters into spaces, trim.
+
+    Control characters (NUL, escapes, bidi overrides) carry no meaning in a
+    query and could corrupt logs, so they are removed before anything else.
+    """
+    text = unicodedata.normalize("NFKC", raw)
+    kept = [
+        " " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") or ch.isspace() else ch
+        for ch in text
+    ]
+    return " ".join("".join(kept).split())
+
+
+def lowercase_words(text: str) -> str:
+    """Lowercase and replace punctuation by spaces ("Quick-Links!" → "quick links").
+
+    Apostrophes are dropped rather than split so "what's" stays one stopword.
+    """
+    text = _APOSTROPHES.sub("", text.lower())
+    return " ".join(_WORD.findall(text))
+
+
+def words(text: str) -> list[str]:
+    """Split already-lowercased text into word tokens."""
+    return _WORD.findall(text)
+
+
+def apply_phrase_synonyms(text: str, phrases: Mapping[str, str]) -> tuple[str, list[str]]:
+    """Rewrite whole phrases in lowercased text; returns the text and the rules used.
+
+    Longer phrases are tried first so "keyboard shortcuts" wins over "shortcuts".
+    """
+    used: list[str] = []
+    padded = f" {text} "
+    for phrase in sorted(phrases, key=len, reverse=True):
+        needle = f" {phrase} "
+        if needle in padded:
+            padded = padded.replace(needle, f" {phrases[phrase]} ")
+            used.append(f"{phrase} → {phrases[phrase]}")
+    return padded.strip(), used
+
+
+def apply_word_synonyms(tokens: Iterable[str], rewrites: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """Replace single tokens (a rewrite may expand to several words)."""
+    out: list[str] = []
+    used: list[str] = []
+    for token in tokens:
+        replacement = rewrites.get(token)
+        if replacement is None:
+            out.append(token)
+        else:
+            out.extend(replacement.split())
+            used.append(f"{token} → {replacement}")
+    return out, used
+
+
+_NO_STRIP_ENDINGS = ("ss", "us", "is")
+_SIBILANT_ENDINGS = ("ses", "xes", "zes", "ches", "shes")
+
+
+def stem_plural(token: str, known_terms: frozenset[str] = frozenset()) -> str:
+    """The seed plan's conservative stemming: only plurals, only long, never known terms.
+
+    ``ies → y`` (entries → entry), ``es`` after a sibilant (boxes → box,
+    searches → search), otherwise a final ``s`` (widgets → widget).  Tokens
+    under 4 characters and known terms (titles, keywords, widget names, core
+    concepts) are left alone, as are words ending in ss/us/is (access, status,
+    analysis), which are not plurals.
+    """
+    if len(token) < 4 or token in known_terms or not token.endswith("s"):
+        return token
+    if token.endswith(_NO_STRIP_ENDINGS):
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    if token.endswith(_SIBILANT_ENDINGS):
+        return token[:-2]
+    return token[:-1]
+
+
+def match_key(token: str) -> str:
+    """The form two tokens are compared in: the plural stem, known terms included.
+
+    Stemming keeps known terms intact in what the user sees (matched terms,
+    corrections), but "note" must still find the "Notes" page, so matching
+    compares singular keys on both sides.
+    """
+    return stem_plural(token)
+
+
+def normalise_words(
+    text: str,
+    *,
+    stopwords: frozenset[str],
+    phrase_synonyms: Mapping[str, str],
+    word_synonyms: Mapping[str, str],
+    known_terms: frozenset[str],
+) -> list[str]:
+    """Document-side normalisation: the query steps minus typo correction."""
+    lowered, _ = apply_phrase_synonyms(lowercase_words(clean(text)), phrase_synonyms)
+    kept = [t for t in words(lowered) if t not in stopwords]
+    rewritten, _ = apply_word_synonyms(kept, word_synonyms)
+    return [stem_plural(t, known_terms) for t in rewritten if t not in stopwords]

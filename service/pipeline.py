@@ -1,0 +1,340 @@
+"""The one place the stages are wired: normalise → route → score → decide → respond."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from service.api.schemas import FallbackStep, OptionOut, RetrievalResult, RetrieveResponse
+from service.decide import clarify
+from service.decide.policy import decide, decide_multi_intent
+from service.domain.types import (
+    Answer,
+    Chunk,
+    Clarify,
+    Decision,
+    Document,
+    Evidence,
+    NoMatch,
+    NormalizedQuery,
+    Thresholds,
+)
+from service.flags import Flags
+from service.normalize.lexicon import Synonyms
+from service.normalize.query import TypoSettings, normalize_query
+from service.scoring.chunks import dedupe_per_document
+from service.scoring.glossary import Glossary
+from service.scoring.indexes import CorpusIndexes, build_indexes
+from service.scoring.keyword import KeywordIndex
+
+log = logging.getLogger("service.query")
+
+
+@dataclass(frozen=True)
+class RetrieveParams:
+    """A validated request: the query is already trimmed and within limits."""
+
+    query: str
+    phase_cap: int | None = None
+    top_k: int | None = None
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class TierOutcome:
+    tier: str
+    phase: int
+    decision: Decision
+    stats: dict[str, float | int] = field(default_factory=dict)
+
+
+class CorpusNotLoaded(RuntimeError):
+    """No corpus in memory yet (the database has not been reachable)."""
+
+
+class NoCacheEntry(LookupError):
+    """The Tier-1 cache has nothing for this query."""
+
+
+@dataclass
+class TierContext:
+    """What every tier gets: the normalised query and the request's knobs."""
+
+    query: NormalizedQuery
+    notes: list[str]
+    params: RetrieveParams
+    flags: Flags
+    top_k: int
+
+
+Tier = Callable[[TierContext], Awaitable[TierOutcome]]
+
+
+class PhaseRecorder:
+    """Receives one (phase, latency, error) sample per tier attempt (the kill-switch monitor)."""
+
+    def record(self, tier: str, latency_ms: float, error: bool) -> None:  # pragma: no cover - protocol
+        raise NotImplementedError
+
+
+def keyword_decision(
+    index: KeywordIndex,
+    ctx: TierContext,
+    thresholds: Thresholds,
+    max_per_doc: int | None,
+) -> tuple[Decision, dict[str, float | int]]:
+    """Phases 1 and 2: search the whole query (and each intent), then decide."""
+    pool = ctx.flags.retrieval.candidate_pool
+    category = ctx.params.category
+    results = index.search(ctx.query.tokens, category=category, limit=pool, notes=ctx.notes)
+    trimmed = 0
+    if max_per_doc is not None and not ctx.query.is_multi_intent:
+        results, trimmed = dedupe_per_document(results, max_per_doc)
+    stats: dict[str, float | int] = {
+        "matched_units": len(results),
+        "total_units": len(index.units),
+        "deduplicated": trimmed,
+        "top_score": results[0].score if results else 0.0,
+    }
+    if ctx.query.is_multi_intent:
+        parts = [index.search(p, category=category, limit=pool, notes=ctx.notes) for p in ctx.query.parts]
+        multi = decide_multi_intent(parts, ctx.query, thresholds)
+        if multi is not None:
+            return multi, stats
+    return decide(results, ctx.query, thresholds), stats
+
+
+class Pipeline:
+    """Holds the in-memory indexes and runs one request through the tiers."""
+
+    def __init__(
+        self,
+        *,
+        glossary: Glossary,
+        synonyms: Synonyms,
+        flags: Callable[[], Flags],
+        recorder: PhaseRecorder | None = None,
+        effective_phase: Callable[[Flags], int] | None = None,
+    ) -> None:
+        self.flags = flags
+        self.effective_phase = effective_phase
+        self.glossary = glossary
+        self.synonyms = synonyms
+        self.recorder = recorder
+        self.indexes: CorpusIndexes | None = None
+        self.semantic_tier: Tier | None = None
+
+    # -- corpus -----------------------------------------------------------
+    def load_corpus(self, documents: Sequence[Document], chunks: Sequence[Chunk], version: int) -> None:
+        """Swap in indexes of a new corpus (built first, then replaced atomically)."""
+        self.indexes = build_indexes(
+            documents, chunks, self.synonyms, version,
+            extra_known_terms=[c.term for c in self.glossary.concepts],
+        )
+
+    def _require_indexes(self) -> CorpusIndexes:
+        if self.indexes is None or self.indexes.empty:
+            raise CorpusNotLoaded("no corpus loaded: the database has not been reachable yet")
+        return self.indexes
+
+    def normalise(self, text: str, flags: Flags) -> tuple[NormalizedQuery, list[str]]:
+        indexes = self.indexes
+        typo = TypoSettings(
+            min_token_length=flags.typo.min_token_length,
+            max_token_length=flags.typo.max_token_length,
+            similarity_cutoff=flags.typo.similarity_cutoff,
+        )
+        if indexes is None:
+            from service.normalize.lexicon import build_lexicon  # empty corpus: stopwords only
+
+            lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=self.synonyms)
+        else:
+            lexicon = indexes.lexicon
+        query, notes = normalize_query(text, lexicon, typo)
+        notes.extend(
+            f"typo: '{c.original}' → '{c.corrected}' (similarity {c.similarity:g})" for c in query.corrections
+        )
+        return query, notes
+
+    # -- tiers ------------------------------------------------------------
+    async def phase1(self, ctx: TierContext) -> TierOutcome:
+        indexes = self._require_indexes()
+        decision, stats = keyword_decision(
+            indexes.documents, ctx, ctx.flags.phases.for_phase(1), max_per_doc=None
+        )
+        return TierOutcome("phase1", 1, decision, stats)
+
+    async def phase2(self, ctx: TierContext) -> TierOutcome:
+        indexes = self._require_indexes()
+        if not indexes.chunks.units:
+            raise CorpusNotLoaded("no chunks in memory")
+        decision, stats = keyword_decision(
+            indexes.chunks, ctx, ctx.flags.phases.for_phase(2),
+            max_per_doc=ctx.flags.retrieval.max_chunks_per_doc,
+        )
+        return TierOutcome("phase2", 2, decision, stats)
+
+    async def cache(self, ctx: TierContext) -> TierOutcome:
+        evidence = self.glossary.answer(ctx.query)
+        if evidence is None:
+            raise NoCacheEntry("not an explain-type question about a core concept")
+        return TierOutcome("cache", 0, Answer(results=(evidence,), confidence=1.0, reason="tier1_cache"))
+
+    def tiers(self, phase: int) -> list[tuple[str, Tier]]:
+        """The fallback chain from `phase` down: 3 → 2 → 1 → Tier-1 cache."""
+        chain: list[tuple[str, Tier]] = []
+        if phase >= 3 and self.semantic_tier is not None:
+            chain.append(("phase3", self.semantic_tier))
+        if phase >= 2:
+            chain.append(("phase2", self.phase2))
+        chain.append(("phase1", self.phase1))
+        chain.append(("cache", self.cache))
+        return chain
+
+    # -- request ----------------------------------------------------------
+    async def run_request(self, params: RetrieveParams) -> RetrieveResponse:
+        """Run with the flags in force now (file < env < overrides < kill switch)."""
+        flags = self.flags()
+        phase = self.effective_phase(flags) if self.effective_phase else None
+        return await self.run(params, flags, phase)
+
+    async def run(self, params: RetrieveParams, flags: Flags, effective_phase: int | None = None) -> RetrieveResponse:
+        """Answer one request; never raises because a tier failed."""
+        started = time.perf_counter()
+        request_id = uuid.uuid4().hex
+        if not flags.enabled or effective_phase == 0:
+            return _disabled(request_id, started)
+        allowed = effective_phase if effective_phase is not None else flags.phase
+        phase = min(params.phase_cap or allowed, allowed)
+        query, notes = self.normalise(params.query, flags)
+        ctx = TierContext(
+            query=query, notes=notes, params=params, flags=flags,
+            top_k=params.top_k or flags.retrieval.default_top_k,
+        )
+        fallback: list[FallbackStep] = []
+        outcome: TierOutcome | None = None
+        timeout = flags.timeouts.phase_ms / 1000
+        for name, tier in self.tiers(phase):
+            tier_started = time.perf_counter()
+            try:
+                outcome = await asyncio.wait_for(tier(ctx), timeout=timeout)
+            except TimeoutError:
+                fallback.append(FallbackStep(tier=name, reason=f"timeout after {flags.timeouts.phase_ms} ms"))
+                self._record(name, tier_started, error=True)
+                continue
+            except NoCacheEntry as exc:
+                fallback.append(FallbackStep(tier=name, reason=str(exc)))
+                continue
+            except Exception as exc:  # a failing tier is passed over, never surfaced
+                log.warning("tier %s failed: %s", name, exc, exc_info=not isinstance(exc, CorpusNotLoaded))
+                fallback.append(FallbackStep(tier=name, reason=f"{type(exc).__name__}: {exc}"))
+                self._record(name, tier_started, error=True)
+                continue
+            self._record(name, tier_started, error=False)
+            break
+        response = _respond(outcome, ctx, fallback, request_id, started)
+        _log_query(query, response, outcome)
+        return response
+
+    def _record(self, tier: str, started: float, error: bool) -> None:
+        if self.recorder is not None and tier != "cache":
+            self.recorder.record(tier, (time.perf_counter() - started) * 1000, error)
+
+
+def _result(evidence: Evidence) -> RetrievalResult:
+    return RetrievalResult(
+        doc_slug=evidence.doc_slug,
+        title=evidence.title,
+        category=evidence.category,
+        snippet=evidence.snippet,
+        score=round(evidence.score, 4),
+        content_hash=evidence.content_hash,
+        matched_terms=list(evidence.matched_terms),
+        source=evidence.source,
+        header_path=evidence.header_path,
+        match_explain=list(evidence.match_explain) or None,
+        chunk_index=evidence.chunk_index,
+        chunk_hash=evidence.chunk_hash,
+    )
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _disabled(request_id: str, started: float) -> RetrieveResponse:
+    return RetrieveResponse(
+        status="disabled", message=clarify.GENERIC, options=[], results=[], confidence=0.0,
+        phase=0, fallback_path=[], latency_ms=_elapsed_ms(started), request_id=request_id,
+        source_tier="generic",
+    )
+
+
+def _respond(
+    outcome: TierOutcome | None,
+    ctx: TierContext,
+    fallback: list[FallbackStep],
+    request_id: str,
+    started: float,
+) -> RetrieveResponse:
+    if outcome is None:
+        return RetrieveResponse(
+            status="no_match", message=clarify.GENERIC, options=[], results=[], confidence=0.0,
+            phase=0, fallback_path=fallback, latency_ms=_elapsed_ms(started),
+            request_id=request_id, source_tier="generic",
+        )
+    decision = outcome.decision
+    results = [_result(e) for e in decision.results[: ctx.top_k]]
+    options = [OptionOut(doc_slug=o.doc_slug, title=o.title, category=o.category) for o in decision.options]
+    match decision:
+        case Answer():
+            status = "answer"
+        case Clarify():
+            status = "clarify"
+        case NoMatch():
+            status = "no_match"
+    return RetrieveResponse(
+        status=status,
+        message=decision.message,
+        options=options,
+        results=results,
+        confidence=decision.confidence,
+        phase=outcome.phase,
+        fallback_path=fallback,
+        latency_ms=_elapsed_ms(started),
+        request_id=request_id,
+        source_tier=outcome.tier,
+    )
+
+
+def _log_query(query: NormalizedQuery, response: RetrieveResponse, outcome: TierOutcome | None) -> None:
+    """One structured record per call (seed plan: "Logging per query")."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    record = {
+        "event": "retrieve",
+        "request_id": response.request_id,
+        "query": query.raw,
+        "tokens": list(query.tokens),
+        "corrections": [msgspec.to_builtins(c) for c in query.corrections],
+        "top": [
+            {"slug": r.doc_slug, "chunk": r.chunk_index, "score": r.score, "matched_terms": r.matched_terms}
+            for r in response.results[:3]
+        ],
+        "confidence": response.confidence,
+        "action": response.status,
+        "reason": outcome.decision.reason if outcome else "all_tiers_failed",
+        "latency_ms": response.latency_ms,
+        "phase": response.phase,
+        "tier": response.source_tier,
+        "fallback": [f"{s.tier}: {s.reason}" for s in response.fallback_path],
+        "stats": outcome.stats if outcome else {},
+    }
+    log.info(json.dumps(record, ensure_ascii=False))

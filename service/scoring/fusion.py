@@ -1,0 +1,185 @@
+"""Hybrid fusion math and query-type weighting (issue 5). Pure functions, no I/O.
+
+Sources:
+- Min-max normalised weighted sum ("convex combination"): Bruch, Gai, Ingber,
+  "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023, which
+  finds it at least as good as RRF once the weight is tuned; the seed plan's
+  default weight is 0.3 keyword + 0.7 embedding.
+- Reciprocal rank fusion: Cormack, Clarke, Büttcher, "Reciprocal Rank Fusion
+  outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009.
+  k = 60 is the paper's constant: it damps the advantage of the very first
+  ranks so one leg's top hit cannot outvote agreement lower down (Haystack's
+  `_reciprocal_rank_fusion` uses the same k).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
+
+from service.domain.types import Base, QueryType
+
+K = TypeVar("K", bound=Hashable)
+
+RRF_K = 60
+
+SEED_DEFAULT_WEIGHTS: tuple[float, float] = (0.3, 0.7)
+"""(keyword, semantic) from the seed plan, used when query-type weighting is off."""
+
+DEFAULT_WEIGHTS: Mapping[str, tuple[float, float]] = {
+    # Identifiers and quoted strings must match literally: embeddings blur them.
+    "exact": (0.7, 0.3),
+    # Questions in the user's own words: vocabulary rarely matches the docs.
+    "semantic": (0.15, 0.85),
+    # Short keyword queries ("quick links edit"): both legs carry signal.
+    "mixed": (0.4, 0.6),
+}
+
+
+class FusedScore(Base):
+    """Both legs of one candidate, as `match_explain` reports them."""
+
+    keyword_raw: float | None
+    semantic_raw: float | None
+    keyword_norm: float
+    semantic_norm: float
+    fused: float
+
+
+class FusionMethod(enum.Enum):
+    weighted = "weighted"
+    rrf = "rrf"
+
+
+def fusion_method(name: str) -> FusionMethod:
+    """Look a method up by name; an unknown name fails listing the valid ones."""
+    try:
+        return FusionMethod(name.strip().lower())
+    except ValueError:
+        valid = ", ".join(m.value for m in FusionMethod)
+        raise ValueError(f"unknown fusion method {name!r}; valid: {valid}") from None
+
+
+def min_max_normalise(scores: Mapping[K, float]) -> dict[K, float]:
+    """(s - min) / (max - min) into [0, 1].
+
+    When all scores are equal (including a single candidate) there is no spread
+    to normalise: each is the best its leg has, so it gets 1.0 — unless the
+    scores are all <= 0, which means the leg found nothing, so 0.0.
+    """
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high == low:
+        fill = 1.0 if high > 0 else 0.0
+        return dict.fromkeys(scores, fill)
+    span = high - low
+    return {key: (value - low) / span for key, value in scores.items()}
+
+
+def weighted_sum_fusion(
+    keyword: Mapping[K, float],
+    semantic: Mapping[K, float],
+    w_keyword: float,
+    w_semantic: float,
+) -> dict[K, FusedScore]:
+    """w_kw * minmax(keyword) + w_sem * minmax(semantic) over the union of candidates.
+
+    A candidate missing from one leg scores 0 in that leg after normalisation
+    (it was not retrieved, which is the weakest evidence the leg can give).
+    Ordered by fused score, best first; ties keep keyword-then-semantic order.
+    """
+    if w_keyword < 0 or w_semantic < 0:
+        raise ValueError("fusion weights must be >= 0")
+    kw_norm = min_max_normalise(keyword)
+    sem_norm = min_max_normalise(semantic)
+    keys = list(dict.fromkeys([*keyword, *semantic]))
+    fused = {
+        key: FusedScore(
+            keyword_raw=keyword.get(key),
+            semantic_raw=semantic.get(key),
+            keyword_norm=kw_norm.get(key, 0.0),
+            semantic_norm=sem_norm.get(key, 0.0),
+            fused=w_keyword * kw_norm.get(key, 0.0) + w_semantic * sem_norm.get(key, 0.0),
+        )
+        for key in keys
+    }
+    order = sorted(range(len(keys)), key=lambda i: (-fused[keys[i]].fused, i))
+    return {keys[i]: fused[keys[i]] for i in order}
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int = RRF_K) -> dict[K, float]:
+    """RRF(d) = sum over rankings of 1 / (k + rank(d)), rank starting at 1.
+
+    Ordered best first; ties keep first-appearance order (deterministic).
+    """
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    scores: dict[K, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(dict.fromkeys(ranking), start=1):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+    keys = list(scores)
+    order = sorted(range(len(keys)), key=lambda i: (-scores[keys[i]], i))
+    return {keys[i]: scores[keys[i]] for i in order}
+
+
+# --- query type -----------------------------------------------------------------
+
+_QUOTED = re.compile(r"\"[^\"]+\"|'[^']+'|“[^”]+”|‘[^’]+’|`[^`]+`")
+_ALL_CAPS = re.compile(r"\b[A-Z][A-Z0-9_]*[A-Z0-9]\b")
+_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*\b")
+_CODE = re.compile(
+    r"\b\w+_\w+\b"  # snake_case
+    r"|\b\w+(?:\.\w+)*\(\)"  # call: foo(), a.b()
+    r"|\b[a-z_]\w+\.[a-z_]\w+\b"  # dotted name: app.config, notes.md (not "e.g.")
+    r"|(?:^|\s)/[\w.-]+"  # a path or route: /admin/reindex
+    r"|(?:^|\s)--?[a-z][\w-]*"  # a flag: --verbose, -v
+    r"|[{}<>=\[\]#$]"  # symbols that do not occur in prose questions
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+QUESTION_WORDS = frozenset(
+    ["how", "what", "where", "why", "when", "which", "who", "can", "could", "do", "does", "did", "is", "are", "should", "will", "would"]
+)
+NATURAL_MIN_WORDS = 4
+
+
+def detect_query_type(raw_query: str) -> QueryType:
+    """Classify a raw query (before normalisation, which would erase case and quotes).
+
+    exact: a quoted string, an ALL_CAPS token (unless the whole query is shouted),
+    camelCase, or a code-like token (snake_case, `a.b()`, `/path`, `--flag`).
+    semantic: a question (ends with "?" or starts with a question word) or a
+    natural sentence of 4+ words. Otherwise mixed. Exact wins over semantic:
+    "what does DOC_RETRIEVAL_PHASE do?" needs the literal term.
+    """
+    text = raw_query.strip()
+    if not text:
+        return "mixed"
+    letters = [c for c in text if c.isalpha()]
+    shouted = bool(letters) and all(c.isupper() for c in letters)
+    if (
+        _QUOTED.search(text)
+        or _CAMEL.search(text)
+        or _CODE.search(text)
+        or (not shouted and _ALL_CAPS.search(text))
+    ):
+        return "exact"
+    words = _WORD.findall(text)
+    if text.endswith("?") or (words and words[0].lower() in QUESTION_WORDS):
+        return "semantic"
+    if len(words) >= NATURAL_MIN_WORDS:
+        return "semantic"
+    return "mixed"
+
+
+def weights_for(
+    query_type: QueryType | None,
+    table: Mapping[str, tuple[float, float]] | None = None,
+) -> tuple[float, float]:
+    """(w_keyword, w_semantic) for a query type; None (weighting off) → seed 0.3/0.7."""
+    if query_type is None:
+        return SEED_DEFAULT_WEIGHTS
+    return (table or DEFAULT_WEIGHTS).get(query_type, SEED_DEFAULT_WEIGHTS)

@@ -1,0 +1,58 @@
+"""In-memory keyword indexes of the seeded corpus (phases 1 and 2).
+
+Rebuilt from the corpus snapshot after every seed; scoring reads them
+without touching PostgreSQL, so keyword retrieval keeps answering while the
+database is away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from service.domain.types import Chunk, Document
+from service.normalize.lexicon import Lexicon, Synonyms, build_lexicon
+from service.scoring.keyword import KeywordIndex, build_chunk_index, build_document_index
+
+
+@dataclass(frozen=True)
+class CorpusIndexes:
+    version: int
+    lexicon: Lexicon
+    documents: KeywordIndex
+    chunks: KeywordIndex
+    documents_by_slug: dict[str, Document]
+
+    @property
+    def empty(self) -> bool:
+        return not self.documents_by_slug
+
+
+def build_indexes(
+    documents: Sequence[Document],
+    chunks: Sequence[Chunk],
+    synonyms: Synonyms,
+    version: int = 0,
+    extra_known_terms: Sequence[str] = (),
+) -> CorpusIndexes:
+    """Known terms and vocabulary first, then the document and chunk indexes."""
+    lexicon = build_lexicon(
+        titles=[d.title for d in documents],
+        keywords=[k for d in documents for k in d.keywords],
+        texts=[d.content for d in documents],
+        synonyms=synonyms,
+        extra_known=extra_known_terms,
+    )
+    by_slug = {d.slug: d for d in documents}
+
+    def doc_info(slug: str) -> tuple[str, str]:
+        doc = by_slug.get(slug)
+        return (doc.content_hash, doc.summary) if doc else ("", "")
+
+    return CorpusIndexes(
+        version=version,
+        lexicon=lexicon,
+        documents=build_document_index(documents, lexicon),
+        chunks=build_chunk_index(chunks, lexicon, doc_info),
+        documents_by_slug=by_slug,
+    )

@@ -1,0 +1,207 @@
+"""Semantic leg of hybrid retrieval: query embedding (cached, off the event
+loop) and cosine top-K through pgvector's HNSW index."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from service.domain.types import Base
+
+# pgvector's HNSW default; higher = better recall, slower (flags.yaml overrides).
+DEFAULT_EF_SEARCH = 40
+# Dimensions that have a partial HNSW index (migration 003). The dimension is
+# written into the SQL as a literal (a type modifier cannot be a parameter, and
+# the partial-index predicate must be provable at plan time), so it is checked
+# against this set first.
+INDEXED_DIMS = frozenset({384})
+MAX_DIM = 16000  # pgvector's limit for `vector`
+
+
+class QueryEmbedder(Protocol):
+    """What the semantic leg needs from ingest.embedder.Embedder (fakes in tests)."""
+
+    model_name: str
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]: ...
+
+
+class SemanticHit(Base):
+    """One chunk with its cosine similarity to the query (1 - cosine distance)."""
+
+    chunk_id: str
+    doc_slug: str
+    chunk_index: int
+    category: str
+    title: str
+    header_path: str
+    content: str
+    keywords: tuple[str, ...]
+    chunk_hash: str
+    similarity: float
+
+
+def vector_literal(vector: npt.NDArray[np.float32] | list[float]) -> str:
+    """pgvector's text form. Sent as text and cast in SQL, so the queries work
+    whether or not the pool registered pgvector's binary codec."""
+    return "[" + ",".join(f"{float(x):.8g}" for x in np.asarray(vector).ravel()) + "]"
+
+
+def semantic_sql(dim: int, with_category: bool) -> str:
+    """The top-K query for one dimension: same cast and partial predicate as the index."""
+    if not (0 < dim <= MAX_DIM):
+        raise ValueError(f"invalid vector dimension {dim}")
+    vec = f"vector({int(dim)})"
+    category = "and c.category = $3" if with_category else ""
+    limit = "$4" if with_category else "$3"
+    return f"""
+        select c.id::text as chunk_id, c.doc_slug, c.chunk_index, c.category, c.title,
+               coalesce(c.header_path, '') as header_path, c.content,
+               coalesce(c.keywords, '{{}}') as keywords, c.chunk_hash,
+               1 - (e.embedding::{vec} <=> $1::text::{vec}) as similarity
+        from chunk_embeddings e
+        join docs_knowledge_chunks c on c.id = e.chunk_id
+        where e.dim = {int(dim)} and e.model = $2 {category}
+        order by e.embedding::{vec} <=> $1::text::{vec}
+        limit {limit}
+    """
+
+
+async def semantic_search(
+    pool: Any,
+    query_vector: npt.NDArray[np.float32],
+    model: str,
+    dim: int,
+    top_k: int,
+    category: str | None = None,
+    *,
+    ef_search: int = DEFAULT_EF_SEARCH,
+    iterative_scan: bool = True,
+) -> list[SemanticHit]:
+    """Cosine top-K chunks for `model` (vectors of other models are ignored).
+
+    The model and category filters are applied while walking the HNSW graph;
+    `iterative_scan` (pgvector >= 0.8) keeps walking until `top_k` rows pass
+    them instead of returning fewer (e.g. during a model change, when two
+    models share the index). `ef_search` is set per transaction.
+    """
+    if dim not in INDEXED_DIMS:
+        raise ValueError(f"no HNSW index for dimension {dim}; indexed: {sorted(INDEXED_DIMS)}")
+    if len(query_vector) != dim:
+        raise ValueError(f"query vector has {len(query_vector)} dimensions, model has {dim}")
+    top_k = max(1, int(top_k))
+    args: list[object] = [vector_literal(query_vector), model]
+    if category:
+        args.append(category)
+    args.append(top_k)
+    async with pool.acquire() as conn, conn.transaction():
+        # ef_search must be >= top_k or HNSW returns fewer rows than asked for.
+        await conn.execute(
+            "select set_config('hnsw.ef_search', $1, true)", str(max(ef_search, top_k))
+        )
+        if iterative_scan:
+            await conn.execute("select set_config('hnsw.iterative_scan', 'strict_order', true)")
+        rows = await conn.fetch(semantic_sql(dim, bool(category)), *args)
+    return [
+        SemanticHit(
+            chunk_id=row["chunk_id"],
+            doc_slug=row["doc_slug"],
+            chunk_index=row["chunk_index"],
+            category=row["category"],
+            title=row["title"],
+            header_path=row["header_path"],
+            content=row["content"],
+            keywords=tuple(row["keywords"]),
+            chunk_hash=row["chunk_hash"],
+            similarity=float(row["similarity"]),
+        )
+        for row in rows
+    ]
+
+
+class QueryEmbeddingCache:
+    """LRU of recent query vectors keyed by (model, whitespace-normalised text).
+
+    Thread-safe: the pipeline reads it on the event loop while the embedding
+    runs in a worker thread. Vectors are stored read-only so a caller cannot
+    corrupt a cached entry.
+    """
+
+    def __init__(self, max_size: int = 1024) -> None:
+        if max_size < 0:
+            raise ValueError("max_size must be >= 0")
+        self.max_size = max_size
+        self.hits = 0
+        self.misses = 0
+        self._items: OrderedDict[tuple[str, str], npt.NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(model: str, text: str) -> tuple[str, str]:
+        return (model, " ".join(text.split()))
+
+    def get(self, model: str, text: str) -> npt.NDArray[np.float32] | None:
+        key = self.key(model, text)
+        with self._lock:
+            vector = self._items.get(key)
+            if vector is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return vector
+
+    def put(self, model: str, text: str, vector: npt.NDArray[np.float32]) -> None:
+        if self.max_size == 0:
+            return
+        frozen = np.array(vector, dtype=np.float32, copy=True)
+        frozen.flags.writeable = False
+        key = self.key(model, text)
+        with self._lock:
+            self._items[key] = frozen
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_size:
+                self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"size": len(self._items), "hits": self.hits, "misses": self.misses}
+
+
+# One worker thread: the model runs one encode at a time anyway, and a dedicated
+# thread keeps embedding off the default executor that other I/O helpers share.
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _embed_executor() -> ThreadPoolExecutor:
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embed")
+        return _executor
+
+
+async def embed_query_async(
+    embedder: QueryEmbedder, text: str, cache: QueryEmbeddingCache | None = None
+) -> npt.NDArray[np.float32]:
+    """The query's vector from the cache, or computed in the embedding thread."""
+    if cache is not None:
+        cached = cache.get(embedder.model_name, text)
+        if cached is not None:
+            return cached
+    loop = asyncio.get_running_loop()
+    vector = await loop.run_in_executor(_embed_executor(), embedder.embed_query, text)
+    if cache is not None:
+        cache.put(embedder.model_name, text, vector)
+    return vector
