@@ -38,7 +38,7 @@ class RetrievalFlags(_Flags):
 class TypoFlags(_Flags):
     min_token_length: Annotated[int, msgspec.Meta(ge=1, le=20)] = 4
     max_token_length: Annotated[int, msgspec.Meta(ge=4, le=100)] = 32
-    similarity_cutoff: Annotated[float, msgspec.Meta(ge=50, le=100)] = 85.0
+    similarity_cutoff: Annotated[float, msgspec.Meta(ge=50, le=100)] = 88.0
 
 
 class ThresholdFlags(_Flags):

@@ -47,6 +47,8 @@ class AppState:
     flags: Any = None
     """`service.flags.Flags` loaded at start-up (Any keeps this module import-light)."""
     chunker: Chunker | None = None
+    expected_migration: int = 0
+    """Newest migration on disk; /ready wants the database at least there."""
     pool: asyncpg.Pool[Any] | None = None
     """None while the database is not up (yet)."""
     embedded: EmbeddedPostgres | None = None

@@ -10,7 +10,7 @@ import asyncpg
 from service.domain.types import Base, Chunk, Document
 
 
-class CorpusCounts(Base):
+class CorpusCounts(Base, frozen=True):
     documents: int
     chunks: int
     migration_version: int

@@ -3,6 +3,7 @@
 The rules run in the seed plan's order:
 
 1. top score 0 (or nothing found)                  → no match
+   (also: a query word unknown to the corpus while only body text matched)
 2. only one result                                 → second score is 0
 3. matched terms < MIN_MATCHED_TERMS               → weak: clarify
 4. no title/keyword hit and no exact title phrase  → weak: clarify
@@ -38,6 +39,10 @@ from service.domain.types import (
 )
 from service.normalize.text import lowercase_words, match_key, words
 from service.scoring.keyword_formulas import confidence, matched_term_count
+
+
+# How deep into each part's ranking multi-intent looks for a strong candidate.
+MULTI_INTENT_DEPTH = 5
 
 
 def option_of(evidence: Evidence) -> Option:
@@ -89,6 +94,10 @@ def decide(
     """Apply the rules to ranked evidence (best first)."""
     if not results or results[0].score <= 0:
         return NoMatch(message=clarify.NO_MATCH, reason="no_match")
+    if query.unknown_tokens and not any(e.title_or_keyword_hit or e.exact_title_phrase for e in results):
+        # "send an email": the topic word is unknown to the corpus and what did
+        # match is body text only; offering a page would be a guess.
+        return NoMatch(message=clarify.NO_MATCH, reason="out_of_domain")
 
     target = explain_target(query, results)
     if target is not None and weakness(target, thresholds) is None:
@@ -132,26 +141,32 @@ def decide_multi_intent(
     query: NormalizedQuery,
     thresholds: Thresholds,
 ) -> Answer | None:
-    """Two or more parts with a strong, distinct answer each → both, and ask which.
+    """Two or more parts with a strong, distinct top document → both, and ask which.
 
-    A part is strong when it would be answered on its own (score, matched
-    terms, title/keyword guard, gap and confidence).  Returns None when fewer
-    than two parts are strong; the caller then decides on the whole query.
+    A part's candidate is the best-ranked evidence among its first few that is
+    strong and not already chosen for another part.  It is strong when it passes the score, matched-terms and
+    title/keyword guards.  The gap and confidence rules are not applied per
+    part: "open notes" may sit between Notes and Note Actions, but it still
+    names a clear topic, and the reply asks which one to go deeper on anyway.
+    Returns None when fewer than two parts are strong; the caller then
+    decides on the whole query.
     """
-    part_query = NormalizedQuery(raw=query.raw, tokens=(), phrase="")
-    strong: list[Answer] = []
+    chosen: list[Evidence] = []
     for results in part_results:
-        verdict = decide(results, part_query, thresholds)
-        if not isinstance(verdict, Answer):
-            continue
-        if verdict.results[0].doc_slug not in {a.results[0].doc_slug for a in strong}:
-            strong.append(verdict)
-    if len(strong) < 2:
+        taken = {e.doc_slug for e in chosen}
+        top = next(
+            (e for e in results[:MULTI_INTENT_DEPTH]
+             if e.score > 0 and e.doc_slug not in taken and weakness(e, thresholds) is None),
+            None,
+        )
+        if top is not None:
+            chosen.append(top)
+    if len(chosen) < 2:
         return None
-    chosen = [a.results[0] for a in strong[:2]]
+    chosen = chosen[:2]
     return Answer(
         results=tuple(chosen),
-        confidence=min(a.confidence for a in strong[:2]),
+        confidence=1.0,
         message=clarify.MULTI_INTENT,
         options=tuple(option_of(e) for e in chosen),
         reason="multi_intent",

@@ -70,6 +70,8 @@ class NormalizedQuery(Base):
     phrase: str
     """The tokens joined by spaces: what the exact-title-phrase rule compares."""
     corrections: tuple[Correction, ...] = ()
+    unknown_tokens: tuple[str, ...] = ()
+    """Tokens the corpus never uses, even after typo correction (out-of-domain words)."""
     intent: Intent = "lookup"
     subject: str = ""
     """For explain-type queries, the subject as the user wrote it (pre-synonym)."""

@@ -216,7 +216,9 @@ def _fit(text: str, cap: int, counter: TokenCounter) -> list[str]:
         sentence = sentence.strip()
         if not sentence:
             continue
-        out.extend([sentence] if counter.count(sentence) <= cap else _hard_split(sentence, cap, counter))
+        out.extend(
+            [sentence] if counter.count(sentence) <= cap else _hard_split(sentence, cap, counter)
+        )
     return out
 
 

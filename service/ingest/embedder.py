@@ -54,13 +54,11 @@ class Embedder:
         import transformers
         from sentence_transformers import SentenceTransformer
 
-        transformers.logging.disable_progress_bar()  # no "Loading weights" bar in logs
+        transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no log bar
 
         torch.set_num_threads(num_threads or min(DEFAULT_THREADS, os.cpu_count() or 1))
         try:
-            self._model = SentenceTransformer(
-                str(path), device="cpu", local_files_only=True
-            )
+            self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         except Exception as exc:  # the library raises many types for a broken dir
             raise ModelNotFoundError(f"cannot load embedding model from {path}: {exc}") from exc
         self.model_dir = path
@@ -68,8 +66,8 @@ class Embedder:
         dim = self._model.get_embedding_dimension()
         if dim is None:
             raise ModelNotFoundError(f"embedding model at {path} reports no dimension")
-        self.dim: int = int(dim)
-        self.max_seq_length: int = int(self._model.max_seq_length)
+        self.dim: int = dim
+        self.max_seq_length: int = int(self._model.max_seq_length or 256)
         self.batch_size = batch_size
         self._counter = TokenCounter(path)
         self._lock = threading.Lock()
@@ -78,7 +76,8 @@ class Embedder:
 
     def embed_query(self, text: str) -> Vector:
         """One normalised vector; queries are short, longer ones are windowed too."""
-        return self.embed_passages([("", text)])[0]
+        vectors: Vector = self.embed_passages([("", text)])[0]
+        return vectors
 
     def embed_passages(self, items: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
         """(context, text) pairs → (n, dim) normalised vectors, one per pair."""
@@ -97,7 +96,8 @@ class Embedder:
 
     def embed_truncated(self, text: str) -> Vector:
         """What plain sentence-transformers does (cuts at max_seq_length): tests compare."""
-        return self._encode([text])[0]
+        vector: Vector = self._encode([text])[0]
+        return vector
 
     def windows(self, context: str, text: str) -> list[str]:
         """Model inputs for one passage: one string, or overlapping windows if too long."""
@@ -134,4 +134,5 @@ class Embedder:
 
 def _normalise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    out: npt.NDArray[np.float32] = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    return out

@@ -35,7 +35,7 @@ class PassageEmbedder(Protocol):
     def embed_passages(self, items: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]: ...
 
 
-class IndexReport(Base):
+class IndexReport(Base, frozen=True):
     embedded: int
     reused: int
     total: int

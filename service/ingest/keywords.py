@@ -17,7 +17,24 @@ MAX_KEYWORDS = 8
 HEADING_WEIGHT = 3
 
 STOPWORDS = frozenset(
-    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could", "did", "do", "does", "doing", "down", "during", "each", "either", "else", "etc", "even", "ever", "every", "few", "for", "from", "further", "get", "gets", "got", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "however", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "like", "may", "me", "might", "more", "most", "much", "must", "my", "no", "nor", "not", "now", "of", "off", "often", "on", "once", "one", "only", "or", "other", "our", "ours", "out", "over", "own", "per", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "two", "under", "until", "up", "upon", "us", "use", "used", "uses", "using", "very", "via", "was", "we", "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "why", "will", "with", "within", "without", "would", "yes", "yet", "you", "your", "yours", "click", "open", "see", "select", "shows", "show", "want", "way", "make", "makes", "go", "goes", "new", "back", "first", "next"]
+    (
+        "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and",
+        "any", "are", "as", "at", "be", "because", "been", "before", "being", "below",
+        "between", "both", "but", "by", "can", "cannot", "could", "did", "do", "does", "doing",
+        "down", "during", "each", "either", "else", "etc", "even", "ever", "every", "few",
+        "for", "from", "further", "get", "gets", "got", "had", "has", "have", "having", "he",
+        "her", "here", "hers", "him", "his", "how", "however", "i", "if", "in", "into", "is",
+        "it", "its", "itself", "just", "let", "like", "may", "me", "might", "more", "most",
+        "much", "must", "my", "no", "nor", "not", "now", "of", "off", "often", "on", "once",
+        "one", "only", "or", "other", "our", "ours", "out", "over", "own", "per", "same", "she",
+        "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
+        "then", "there", "these", "they", "this", "those", "through", "to", "too", "two",
+        "under", "until", "up", "upon", "us", "use", "used", "uses", "using", "very", "via",
+        "was", "we", "were", "what", "when", "where", "whether", "which", "while", "who",
+        "whom", "why", "will", "with", "within", "without", "would", "yes", "yet", "you",
+        "your", "yours", "click", "open", "see", "select", "shows", "show", "want", "way",
+        "make", "makes", "go", "goes", "new", "back", "first", "next",
+    )
 )
 
 _CODE_BLOCK = re.compile(r"```.*?```", re.DOTALL)

@@ -190,7 +190,8 @@ def parse_seeds(seeds_dir: Path) -> list[Document]:
             errors.append(err)
             continue
         if doc.slug in owner:
-            errors.append(SeedFileError(path, f"duplicate slug {doc.slug!r} (also {owner[doc.slug]})"))
+            reason = f"duplicate slug {doc.slug!r} (also {owner[doc.slug]})"
+            errors.append(SeedFileError(path, reason))
             continue
         owner[doc.slug] = path
         documents.append(doc)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from service.domain.types import Base, Chunk, Document
 from service.ingest.markdown import parse_seeds
@@ -26,18 +27,19 @@ from service.ingest.markdown import parse_seeds
 log = logging.getLogger(__name__)
 
 Chunker = Callable[[Document], list[Chunk]]
+Conn = asyncpg.Connection[Any] | PoolConnectionProxy[Any]
 # Arbitrary but fixed: identifies "seeding" among advisory locks.
 SEED_LOCK_KEY = 0x5EED_0002
 
 
-class SeedCounts(Base):
+class SeedCounts(Base, frozen=True):
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
     deleted: int = 0
 
 
-class SeedReport(Base):
+class SeedReport(Base, frozen=True):
     documents: SeedCounts
     chunks: SeedCounts
 
@@ -78,7 +80,7 @@ async def seed(pool: asyncpg.Pool[Any], seeds_dir: Path, chunker: Chunker) -> Se
 
 
 async def _sync_documents(
-    conn: asyncpg.Connection[Any], docs: Sequence[Document]
+    conn: Conn, docs: Sequence[Document]
 ) -> tuple[SeedCounts, int]:
     """Returns the counts and how many chunks went with deleted documents."""
     stored = {
@@ -120,7 +122,7 @@ async def _sync_documents(
 
 
 async def _sync_chunks(
-    conn: asyncpg.Connection[Any], chunks: Sequence[Chunk], *, already_deleted: int
+    conn: Conn, chunks: Sequence[Chunk], *, already_deleted: int
 ) -> SeedCounts:
     stored = {
         (r["doc_slug"], r["chunk_index"]): (

@@ -11,6 +11,7 @@ import os
 import threading
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 # Offline switches before anything imports transformers / huggingface_hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -103,8 +104,10 @@ def _load_tokenizer(model_dir: Path) -> Tokenizer:
         # Only a slow-tokenizer vocabulary: let transformers convert it (offline).
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-        tokenizer = tokenizer.backend_tokenizer
+        slow = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        tokenizer = cast(Tokenizer, getattr(slow, "backend_tokenizer", None))
+        if tokenizer is None:
+            raise ModelNotFoundError(f"no fast tokenizer can be built for {model_dir}")
     # Counting must see the whole text: the file may carry the model's truncation.
     tokenizer.no_truncation()
     tokenizer.no_padding()

@@ -24,7 +24,7 @@ from service.normalize.text import (
 class TypoSettings:
     min_token_length: int = 4
     max_token_length: int = 32
-    similarity_cutoff: float = 85.0
+    similarity_cutoff: float = 88.0
 
 
 _EXPLAIN_PATTERNS = (
@@ -83,13 +83,14 @@ def correct_typo(token: str, lexicon: Lexicon, settings: TypoSettings) -> Correc
 
 def _normalise_tokens(
     lowered: str, lexicon: Lexicon, typo: TypoSettings, notes: list[str]
-) -> tuple[list[str], list[Correction]]:
+) -> tuple[list[str], list[Correction], list[str]]:
     rewritten, phrase_rules = apply_phrase_synonyms(lowered, lexicon.synonyms.phrases)
     kept = [t for t in words(rewritten) if t not in lexicon.stopwords]
     swapped, word_rules = apply_word_synonyms(kept, lexicon.synonyms.words)
     notes.extend(f"synonym: {rule}" for rule in [*phrase_rules, *word_rules])
     tokens: list[str] = []
     corrections: list[Correction] = []
+    unknown: list[str] = []
     for token in swapped:
         if token in lexicon.stopwords:
             continue
@@ -100,7 +101,9 @@ def _normalise_tokens(
             stemmed = fix.corrected
         if stemmed not in tokens:
             tokens.append(stemmed)
-    return tokens, corrections
+            if match_key(stemmed) not in lexicon.vocabulary_keys:
+                unknown.append(stemmed)
+    return tokens, corrections, unknown
 
 
 def normalize_query(
@@ -116,13 +119,13 @@ def normalize_query(
     lowered = lowercase_words(cleaned)
     intent, subject = detect_intent(lowered)
     notes: list[str] = []
-    tokens, corrections = _normalise_tokens(lowered, lexicon, settings, notes)
+    tokens, corrections, unknown = _normalise_tokens(lowered, lexicon, settings, notes)
 
     parts: list[tuple[str, ...]] = []
     pieces = [lowercase_words(p) for p in _INTENT_SPLIT.split(cleaned.lower())]
     if len(pieces) > 1:
         for piece in pieces:
-            piece_tokens, _ = _normalise_tokens(piece, lexicon, settings, [])
+            piece_tokens, _, _ = _normalise_tokens(piece, lexicon, settings, [])
             if piece_tokens:
                 parts.append(tuple(piece_tokens))
     is_multi = len(parts) >= 2
@@ -131,6 +134,7 @@ def normalize_query(
         tokens=tuple(tokens),
         phrase=" ".join(tokens),
         corrections=tuple(corrections),
+        unknown_tokens=tuple(unknown),
         intent=intent,
         subject=subject,
         parts=tuple(parts) if is_multi else (tuple(tokens),),

@@ -38,7 +38,7 @@ DEFAULT_WEIGHTS: Mapping[str, tuple[float, float]] = {
 }
 
 
-class FusedScore(Base):
+class FusedScore(Base, frozen=True):
     """Both legs of one candidate, as `match_explain` reports them."""
 
     keyword_raw: float | None
@@ -141,8 +141,11 @@ _CODE = re.compile(
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 QUESTION_WORDS = frozenset(
-    ["how", "what", "where", "why", "when", "which", "who", "can", "could", "do", "does", "did", "is", "are", "should", "will", "would"]
-)
+    {
+        "how", "what", "where", "why", "when", "which", "who", "can", "could",
+        "do", "does", "did", "is", "are", "should", "will", "would",
+    }
+)  # fmt: skip
 NATURAL_MIN_WORDS = 4
 
 

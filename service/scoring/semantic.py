@@ -32,7 +32,7 @@ class QueryEmbedder(Protocol):
     def embed_query(self, text: str) -> npt.NDArray[np.float32]: ...
 
 
-class SemanticHit(Base):
+class SemanticHit(Base, frozen=True):
     """One chunk with its cosine similarity to the query (1 - cosine distance)."""
 
     chunk_id: str

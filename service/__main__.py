@@ -1,0 +1,212 @@
+"""`python -m service <command>`: the single entry point.
+
+Subcommands are registered through COMMANDS: a registrar adds its subparser
+and sets `handler(args, settings) -> exit code`. Add `replay`, `eval`, `bench`
+by writing a registrar in their own module and listing it in COMMANDS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from service.settings import Settings, SettingsError, load_settings
+
+SubParsers = Any  # argparse._SubParsersAction is private; keep the alias loose
+Handler = Callable[[argparse.Namespace, Settings], int]
+Registrar = Callable[[SubParsers], None]
+
+CLI_CONNECT_TIMEOUT_S = 30.0
+
+
+# -- serve ------------------------------------------------------------------
+def _add_serve(sub: SubParsers) -> None:
+    p = sub.add_parser(
+        "serve", help="run the HTTP service",
+        description="Start PostgreSQL (embedded unless DATABASE_URL), migrate, seed and serve. "
+        "SIGTERM/Ctrl-C drain in-flight requests, then stop the database.",
+    )
+    p.add_argument("--host", help="bind address (env HOST, default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (env PORT, default 8000)")
+    p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
+    p.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from service.app import create_app
+    from service.state import get_state
+
+    settings = settings.with_overrides(host=args.host, port=args.port, data_dir=args.data_dir)
+    app = create_app(settings)
+    st = get_state(app.state)
+    server = uvicorn.Server(uvicorn.Config(
+        app, host=settings.host, port=settings.port, lifespan="on",
+        log_level=settings.log_level.lower(), log_config=None,
+        timeout_graceful_shutdown=int(settings.graceful_shutdown_seconds),
+    ))
+
+    def stop() -> None:
+        server.should_exit = True
+
+    st.request_shutdown = stop
+    # uvicorn re-raises the signal that stopped it once it has shut down
+    # gracefully; handled here, the process then exits 0 instead of dying.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _ignore_signal)
+    server.run()
+    if st.fatal_error is not None:
+        print(f"error: {st.fatal_error}", file=sys.stderr)
+        return 1
+    return 0 if server.started else 3
+
+
+def _ignore_signal(_sig: int, _frame: FrameType | None) -> None:
+    return None
+
+
+# -- migrate / seed -----------------------------------------------------------
+def _add_migrate(sub: SubParsers) -> None:
+    p = sub.add_parser("migrate", help="apply or revert database migrations",
+                       description="Apply all pending migrations (up) or revert to a version.")
+    p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
+    msub = p.add_subparsers(dest="direction")
+    msub.add_parser("up", help="apply every pending migration (default)")
+    down = msub.add_parser("down", help="revert migrations newer than --to")
+    down.add_argument("--to", type=int, required=True, help="version to keep (0 = revert all)")
+    p.set_defaults(handler=_migrate, direction="up")
+
+
+def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db.migrate import current_version, migrate_down, migrate_up
+    from service.db.pool import connect_with_retry, ensure_vector_available
+
+    async def run(dsn: str) -> int:
+        conn = await connect_with_retry(dsn, timeout_total=CLI_CONNECT_TIMEOUT_S)
+        try:
+            if args.direction == "down":
+                done = await migrate_down(conn, settings.migrations_dir, args.to)
+                print(f"reverted: {done or 'nothing'}")
+            else:
+                await ensure_vector_available(conn)
+                done = await migrate_up(conn, settings.migrations_dir)
+                print(f"applied: {done or 'nothing (up to date)'}")
+            print(f"current version: {await current_version(conn)}")
+        finally:
+            await conn.close()
+        return 0
+
+    return _with_database(settings.with_overrides(data_dir=args.data_dir), run)
+
+
+def _add_seed(sub: SubParsers) -> None:
+    p = sub.add_parser("seed", help="seed the corpus from SEEDS_DIR (idempotent)",
+                       description="Migrate, then insert/update/delete documents and chunks "
+                       "so the database matches the seed files. Prints the counts as JSON.")
+    p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
+    p.add_argument("--seeds-dir", type=Path, help="seed files (env SEEDS_DIR)")
+    p.set_defaults(handler=_seed)
+
+
+def _seed(args: argparse.Namespace, settings: Settings) -> int:
+    import msgspec
+
+    from service.db.migrate import migrate_up
+    from service.db.pool import connect_with_retry, create_pool, ensure_vector_available
+    from service.flags import load_flags
+    from service.ingest.markdown import SeedError
+    from service.ingest.seeder import default_chunker, seed
+
+    settings = settings.with_overrides(data_dir=args.data_dir, seeds_dir=args.seeds_dir)
+    chunker = default_chunker(load_flags(settings.flags_file).chunking.max_tokens)
+
+    async def run(dsn: str) -> int:
+        conn = await connect_with_retry(dsn, timeout_total=CLI_CONNECT_TIMEOUT_S)
+        try:
+            await ensure_vector_available(conn)
+            await migrate_up(conn, settings.migrations_dir)
+        finally:
+            await conn.close()
+        pool = await create_pool(dsn, max_size=2)
+        try:
+            report = await seed(pool, settings.seeds_dir, chunker)
+        except (SeedError, FileNotFoundError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        finally:
+            await pool.close()
+        print(json.dumps(msgspec.to_builtins(report), indent=2))
+        return 0
+
+    return _with_database(settings, run)
+
+
+def _with_database(settings: Settings, run: Callable[[str], Awaitable[int]]) -> int:
+    """Run `run(dsn)` against DATABASE_URL or a temporarily started embedded server."""
+    from service.db.embedded import EmbeddedPostgres
+
+    def interrupt(_sig: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt  # unwinds through the finally below: no orphan server
+
+    signal.signal(signal.SIGTERM, interrupt)
+    embedded = None
+    dsn = settings.database_url
+    try:
+        if dsn is None:
+            embedded = EmbeddedPostgres(settings.data_dir, port=settings.pg_port)
+            dsn = embedded.start()
+        return asyncio.run(run(dsn))  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+COMMANDS: dict[str, Registrar] = {
+    "serve": _add_serve,
+    "migrate": _add_migrate,
+    "seed": _add_seed,
+    # "replay": ..., "eval": ..., "bench": ...  (added by later issues)
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m service", description="Documentation retrieval service."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="<command>")
+    for register in COMMANDS.values():
+        register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        settings = load_settings()
+    except SettingsError as err:
+        print(f"configuration error: {err}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return handler(args, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

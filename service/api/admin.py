@@ -1,0 +1,43 @@
+"""`POST /admin/seed`: re-seed from `seeds/` and reload the served corpus."""
+
+from __future__ import annotations
+
+from litestar import post
+from litestar.datastructures import State
+from litestar.exceptions import ClientException, ServiceUnavailableException
+from litestar.openapi import ResponseSpec
+
+from service.api.auth import admin_guard
+from service.api.schemas import ErrorResponse
+from service.ingest.markdown import SeedError
+from service.ingest.seeder import SeedReport
+from service.lifespan import seed_and_reload
+from service.state import get_state
+
+_ERRORS = {
+    401: ResponseSpec(data_container=ErrorResponse, description="Missing or malformed token"),
+    403: ResponseSpec(data_container=ErrorResponse, description="Wrong token or admin disabled"),
+    422: ResponseSpec(data_container=ErrorResponse, description="Seed files rejected"),
+    503: ResponseSpec(data_container=ErrorResponse, description="Database not ready"),
+}
+
+
+@post("/admin/seed", guards=[admin_guard], status_code=200, responses=_ERRORS,
+      summary="Seed the corpus from seeds/ (idempotent) and reload it")
+async def admin_seed(state: State) -> SeedReport:
+    st = get_state(state)
+    if st.pool is None:
+        raise ServiceUnavailableException("the database is not ready yet")
+    try:
+        return await seed_and_reload(st)
+    except SeedError as err:
+        raise ClientException(
+            status_code=422,
+            detail="seed rejected; the previous corpus is still served",
+            extra=[{"file": str(e.path), "reason": e.reason} for e in err.errors],
+        ) from err
+    except FileNotFoundError as err:
+        raise ClientException(status_code=422, detail=str(err)) from err
+
+
+ROUTES = [admin_seed]

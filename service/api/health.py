@@ -1,0 +1,73 @@
+"""`GET /health` (the process is alive) and `GET /ready` (it can serve)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from litestar import Response, get
+from litestar.datastructures import State
+from litestar.openapi import ResponseSpec
+
+from service.db import repo
+from service.db.pool import describe_error
+from service.domain.types import Base
+from service.state import get_state
+
+READY_QUERY_TIMEOUT_S = 2.0
+
+
+class Health(Base, frozen=True):
+    status: str
+
+
+class Ready(Base, frozen=True):
+    ready: bool
+    documents: int
+    chunks: int
+    migrations: int
+    corpus_version: int
+    last_seed_error: str | None = None
+
+
+class NotReady(Base, frozen=True):
+    ready: bool
+    reason: str
+
+
+@get("/health", summary="Liveness: the process answers", sync_to_thread=False)
+def health() -> Health:
+    return Health(status="ok")
+
+
+@get(
+    "/ready",
+    summary="Readiness: database reachable, migrations current, corpus loaded",
+    responses={
+        503: ResponseSpec(data_container=NotReady, description="Not ready, with the reason")
+    },
+)
+async def ready(state: State) -> Response[Ready | NotReady]:
+    st = get_state(state)
+    if st.not_ready_reason is not None or st.pool is None:
+        return _not_ready(st.not_ready_reason or "database pool is not open")
+    try:
+        counts = await asyncio.wait_for(repo.corpus_counts(st.pool), READY_QUERY_TIMEOUT_S)
+    except Exception as err:  # any failure here means "cannot serve", not a crash
+        return _not_ready(f"database unreachable: {describe_error(err)}")
+    if counts.migration_version < st.expected_migration:
+        return _not_ready(
+            f"migrations behind: database at {counts.migration_version},"
+            f" code expects {st.expected_migration}"
+        )
+    return Response(
+        Ready(
+            ready=True, documents=counts.documents, chunks=counts.chunks,
+            migrations=counts.migration_version, corpus_version=st.corpus.version,
+            last_seed_error=st.last_seed_error,
+        ),
+        status_code=200,
+    )
+
+
+def _not_ready(reason: str) -> Response[Ready | NotReady]:
+    return Response(NotReady(ready=False, reason=reason), status_code=503)

@@ -1,0 +1,50 @@
+"""create_app(): routes, lifespan, OpenAPI, limits and error handlers; nothing else."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from litestar import Litestar
+from litestar.config.cors import CORSConfig
+from litestar.datastructures import State
+from litestar.openapi import OpenAPIConfig
+from litestar.types import ControllerRouterHandler
+
+from service.api import admin, health, retrieve
+from service.api.errors import EXCEPTION_HANDLERS
+from service.db.migrate import latest_version
+from service.flags import load_flags
+from service.ingest.seeder import Chunker, default_chunker
+from service.lifespan import lifespan
+from service.settings import Settings
+from service.state import STATE_KEY, AppState
+
+MAX_BODY_BYTES = 16 * 1024  # a query is at most a few hundred characters
+
+
+def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litestar:
+    """Build the ASGI app. Bad flags.yaml or migrations stop here, before serving."""
+    flags = load_flags(settings.flags_file)
+    st = AppState(
+        settings=settings,
+        flags=flags,
+        chunker=chunker or default_chunker(flags.chunking.max_tokens),
+        expected_migration=latest_version(settings.migrations_dir),
+    )
+    cors = (
+        CORSConfig(allow_origins=list(settings.cors_allow_origins))
+        if settings.cors_allow_origins
+        else None  # closed by default: no CORS headers at all
+    )
+    return Litestar(
+        route_handlers=[health.health, health.ready, *admin.ROUTES,
+                        *cast("list[ControllerRouterHandler]", retrieve.ROUTES)],
+        lifespan=[lifespan],
+        state=State({STATE_KEY: st}),
+        openapi_config=OpenAPIConfig(
+            title="Documentation retrieval service", version="0.1.0", path="/schema"
+        ),
+        request_max_body_size=MAX_BODY_BYTES,
+        exception_handlers=EXCEPTION_HANDLERS,
+        cors_config=cors,
+    )

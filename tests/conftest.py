@@ -1,0 +1,134 @@
+"""Shared fixtures: a real PostgreSQL for the whole test session.
+
+Fixtures (all integration tests should use these, never mocks):
+
+- `pg_server` (session, sync): a running server. Without `DATABASE_URL` it is
+  ONE embedded PostgreSQL (pgvector included) in a temporary directory,
+  stopped at the end of the session; with `DATABASE_URL` that server is used
+  (its role needs CREATEDB). Gives `.dsn(database)` and `.admin_dsn`.
+- `db_url` (function, async): DSN of a fresh, empty database made for this
+  test from a template that already has the `vector` extension (a cheap
+  file copy), dropped afterwards. Nothing leaks between tests.
+- `pool` (function, async): an asyncpg pool on `db_url`, pgvector codecs
+  registered through `init=` (as in the service). Schema NOT migrated.
+- `migrated_pool` (function, async): `pool` after every migration in
+  `migrations/` was applied (`service.db.migrate.migrate_up`).
+- `fixture_seeds` (function): a copy of `tests/fixtures/seeds` (3 small docs)
+  in a temp dir, safe to edit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from urllib.parse import urlsplit, urlunsplit
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from service.db.embedded import EmbeddedPostgres
+from service.db.migrate import migrate_up
+from service.db.pool import create_pool
+from service.settings import PROJECT_ROOT
+
+MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+FIXTURE_SEEDS = Path(__file__).parent / "fixtures" / "seeds"
+TEMPLATE_DB = "test_template_vector"
+
+
+@dataclass(frozen=True)
+class PgServer:
+    """A running PostgreSQL: `dsn(db)` addresses one database on it."""
+
+    admin_dsn: str
+
+    def dsn(self, database: str) -> str:
+        return urlunsplit(urlsplit(self.admin_dsn)._replace(path=f"/{database}"))
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+    external = os.environ.get("DATABASE_URL")
+    if external:
+        yield PgServer(admin_dsn=external)
+        return
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "data")
+    try:
+        yield PgServer(admin_dsn=server.start())
+    finally:
+        server.stop()
+
+
+_template_ready: set[str] = set()
+
+
+async def _ensure_template(server: PgServer) -> None:
+    if server.admin_dsn in _template_ready:
+        return
+    conn = await asyncpg.connect(server.admin_dsn)
+    try:
+        exists = await conn.fetchval("select 1 from pg_database where datname = $1", TEMPLATE_DB)
+        if exists:  # left over from an interrupted session on DATABASE_URL
+            await conn.execute(f'drop database "{TEMPLATE_DB}" with (force)')
+        await conn.execute(f'create database "{TEMPLATE_DB}"')
+    finally:
+        await conn.close()
+    tconn = await asyncpg.connect(server.dsn(TEMPLATE_DB))
+    try:
+        await tconn.execute("create extension if not exists vector")
+    finally:
+        await tconn.close()
+    _template_ready.add(server.admin_dsn)
+
+
+@pytest.fixture
+async def db_url(pg_server: PgServer) -> AsyncIterator[str]:
+    await _ensure_template(pg_server)
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(pg_server.admin_dsn)
+    try:
+        await conn.execute(f'create database "{name}" template "{TEMPLATE_DB}"')
+    finally:
+        await conn.close()
+    yield pg_server.dsn(name)
+    conn = await asyncpg.connect(pg_server.admin_dsn)
+    try:
+        await conn.execute(f'drop database if exists "{name}" with (force)')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def pool(db_url: str) -> AsyncIterator[asyncpg.Pool[Any]]:
+    p = await create_pool(db_url, min_size=1, max_size=5)
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+@pytest.fixture
+async def migrated_pool(db_url: str) -> AsyncIterator[asyncpg.Pool[Any]]:
+    conn = await asyncpg.connect(db_url)
+    try:
+        await migrate_up(conn, MIGRATIONS_DIR)
+    finally:
+        await conn.close()
+    # The pool is made after migrating so every connection has the vector codecs.
+    p = await create_pool(db_url, min_size=1, max_size=5)
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+@pytest.fixture
+def fixture_seeds(tmp_path: Path) -> Path:
+    target = tmp_path / "seeds"
+    shutil.copytree(FIXTURE_SEEDS, target)
+    return target

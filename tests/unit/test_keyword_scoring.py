@@ -1,0 +1,125 @@
+"""The seed scoring formula and the keyword index, on hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from service.domain.types import Chunk, Document
+from service.normalize.lexicon import Synonyms, build_lexicon
+from service.scoring import keyword_formulas as f
+from service.scoring.chunks import dedupe_per_document
+from service.scoring.keyword import (
+    build_chunk_index,
+    build_document_index,
+    is_exact_title_phrase,
+    make_snippet,
+)
+
+
+def test_raw_points_follow_the_seed_table() -> None:
+    assert f.raw_points(exact_title_phrase=True, title_hits=2, keyword_hits=1, content_hits=2) == 5 + 6 + 2 + 2
+    assert f.raw_points(exact_title_phrase=False, title_hits=0, keyword_hits=0, content_hits=1) == 1
+
+
+def test_length_normalisation_and_exact_phrase_discount() -> None:
+    assert f.final_score(10, 100, exact_title_phrase=False) == pytest.approx(1.0)
+    # Half the penalty: divisor 0.5 × √100 = 5.
+    assert f.final_score(10, 100, exact_title_phrase=True) == pytest.approx(2.0)
+    assert f.length_divisor(0, False) == 1.0  # an empty page never divides by zero
+
+
+def test_confidence_formula() -> None:
+    assert f.confidence(4.0, 1.0) == pytest.approx(0.75)
+    assert f.confidence(4.0, 0.0) == 1.0
+    assert f.confidence(0.0, 0.0) == 0.0
+
+
+def test_exact_phrase_counts_as_two_matched_terms() -> None:
+    assert f.matched_term_count(1, exact_title_phrase=True) == 2
+    assert f.matched_term_count(1, exact_title_phrase=False) == 1
+    assert f.matched_term_count(3, exact_title_phrase=True) == 3
+
+
+@pytest.mark.parametrize(
+    ("phrase", "titles", "expected"),
+    [
+        (["workspace"], ["workspace"], True),
+        (["workspace"], ["workspace action"], False),  # one word inside a longer title
+        (["quick", "link"], ["quick link"], True),
+        (["quick", "link"], ["quick link widget"], True),  # 2+ words inside a title
+        (["link", "quick"], ["quick link"], False),
+        ([], ["quick link"], False),
+    ],
+)
+def test_exact_title_phrase(phrase: list[str], titles: list[str], expected: bool) -> None:
+    assert is_exact_title_phrase(phrase, titles) is expected
+
+
+def _doc(slug: str, title: str, keywords: tuple[str, ...], content: str) -> Document:
+    return Document(
+        slug=slug, category=slug.split("/")[0], title=title, content=content,
+        keywords=keywords, content_hash=f"hash-{slug}",
+    )
+
+
+DOCS = [
+    _doc("concepts/workspace", "Workspace", ("canvas",), "A workspace groups notes on a canvas. " * 4),
+    _doc("actions/workspaces", "Workspace Actions", ("rename",), "Rename or archive a workspace here."),
+    _doc("widgets/recent", "Recent", ("history",), "Recently opened notes appear here."),
+]
+LEXICON = build_lexicon(
+    titles=[d.title for d in DOCS], keywords=[k for d in DOCS for k in d.keywords],
+    texts=[d.content for d in DOCS], synonyms=Synonyms(),
+)
+
+
+def test_document_scores_are_hand_computable() -> None:
+    index = build_document_index(DOCS, LEXICON)
+    results = index.search(["workspace"])
+    assert [r.doc_slug for r in results] == ["concepts/workspace", "actions/workspaces"]
+    top, second = results
+    # Workspace page: exact title +5, title token +3, content +1 = 9 raw; content has
+    # 4 × "workspace groups notes canvas" = 16 tokens; divisor 0.5 × 4 = 2.
+    assert top.raw_score == 9 and top.score == pytest.approx(4.5)
+    assert top.exact_title_phrase and top.title_or_keyword_hit
+    # Actions page: title token +3, content +1 = 4; content tokens: rename archive workspace = 3.
+    assert second.raw_score == 4 and second.score == pytest.approx(4 / math.sqrt(3))
+    assert any("exact phrase in title" in line for line in top.match_explain)
+
+
+def test_category_filter_and_unmatched_documents() -> None:
+    index = build_document_index(DOCS, LEXICON)
+    assert [r.doc_slug for r in index.search(["workspace"], category="actions")] == ["actions/workspaces"]
+    assert index.search(["calendar"]) == []
+
+
+def test_chunks_inherit_title_and_headings_count_as_title_words() -> None:
+    chunk = Chunk(
+        doc_slug="widgets/recent", category="widgets", title="Recent",
+        header_path="Recent > Clearing history", chunk_index=2, content="Press the button.",
+        keywords=("history",), chunk_hash="abc", token_count=4,
+    )
+    index = build_chunk_index([chunk], LEXICON, lambda slug: ("doc-hash", "summary"))
+    (result,) = index.search(["clearing"])
+    assert result.title_or_keyword_hit  # heading word counts as a title word
+    assert result.header_path == "Recent > Clearing history"
+    assert (result.chunk_index, result.chunk_hash, result.content_hash) == (2, "abc", "doc-hash")
+
+
+def test_snippet_is_cut_around_the_first_matched_term() -> None:
+    content = "intro " * 100 + "the Quick Links widget keeps pinned links " + "tail " * 100
+    snippet = make_snippet(content, ["quick"])
+    assert "Quick Links" in snippet
+    assert snippet.startswith("… ") and snippet.endswith(" …")
+    assert len(snippet) < 260
+
+
+def test_dedupe_keeps_at_most_n_chunks_per_document() -> None:
+    index = build_document_index(DOCS, LEXICON)
+    results = index.search(["workspace"])
+    doubled = [results[0], results[0], results[0], results[1]]
+    kept, trimmed = dedupe_per_document(doubled, 2)
+    assert [e.doc_slug for e in kept] == ["concepts/workspace", "concepts/workspace", "actions/workspaces"]
+    assert trimmed == 1

@@ -1,0 +1,133 @@
+"""Normalisation rules of the seed plan: stopwords, synonyms, stemming, typos, intent."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.normalize.lexicon import Synonyms, build_lexicon
+from service.normalize.query import TypoSettings, correct_typo, detect_intent, normalize_query
+from service.normalize.text import apply_phrase_synonyms, clean, lowercase_words, stem_plural
+
+SYNONYMS = Synonyms(
+    phrases={"keyboard shortcuts": "keyboard hotkeys"},
+    words={"shortcuts": "quick links", "homepage": "home", "dashboard": "home"},
+)
+LEXICON = build_lexicon(
+    titles=["Workspace", "Quick Links", "Home", "Notes", "Entry"],
+    keywords=["entries", "canvas"],
+    texts=["A workspace groups notes on a canvas. Boxes and searches and entries."],
+    synonyms=SYNONYMS,
+)
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        ("widgets", "widget"),
+        ("entries", "entries"),  # known term (a keyword): never stemmed
+        ("categories", "category"),  # ies → y
+        ("boxes", "box"),  # es after a sibilant
+        ("searches", "search"),
+        ("notes", "note"),  # plain s (not known in this call)
+        ("bus", "bus"),  # under 4 characters
+        ("gas", "gas"),
+        ("access", "access"),  # ss is not a plural
+        ("status", "status"),
+        ("analysis", "analysis"),
+        ("links", "link"),
+    ],
+)
+def test_conservative_stemming(token: str, expected: str) -> None:
+    assert stem_plural(token, frozenset({"entries"})) == expected
+
+
+def test_known_terms_are_not_stemmed() -> None:
+    assert stem_plural("notes", LEXICON.known_terms) == "notes"
+    assert stem_plural("links", LEXICON.known_terms) == "links"
+
+
+def test_clean_strips_control_characters_and_trims() -> None:
+    assert clean("  work\x00space\u202e\n\tnotes  ") == "work space notes"
+
+
+def test_lowercase_words_strips_punctuation_and_apostrophes() -> None:
+    assert lowercase_words("What's Quick-Links?!") == "whats quick links"
+
+
+def test_phrase_synonyms_prefer_the_longest_phrase() -> None:
+    text, used = apply_phrase_synonyms("my keyboard shortcuts", {"keyboard shortcuts": "keyboard hotkeys", "shortcuts": "x"})
+    assert text == "my keyboard hotkeys"
+    assert used == ["keyboard shortcuts → keyboard hotkeys"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "tokens"),
+    [
+        ("what is the workspace", ("workspace",)),
+        ("shortcuts", ("quick", "links")),
+        ("homepage", ("home",)),
+        ("Dashboard!", ("home",)),
+        ("my keyboard shortcuts", ("keyboard", "hotkey")),
+        ("how do I do it", ()),
+        ("the thing", ()),
+        ("docs", ("doc",)),  # no docs → notes rewrite (ambiguous with documentation)
+    ],
+)
+def test_query_tokens(raw: str, tokens: tuple[str, ...]) -> None:
+    query, _ = normalize_query(raw, LEXICON)
+    assert query.tokens == tokens
+
+
+def test_typo_is_corrected_to_a_known_term_and_reported() -> None:
+    query, _ = normalize_query("wrkspace", LEXICON)
+    assert query.tokens == ("workspace",)
+    assert [(c.original, c.corrected) for c in query.corrections] == [("wrkspace", "workspace")]
+
+
+def test_short_and_known_tokens_are_never_corrected() -> None:
+    settings = TypoSettings()
+    assert correct_typo("wrk", LEXICON, settings) is None  # under 4 characters
+    assert correct_typo("workspace", LEXICON, settings) is None  # already in the vocabulary
+    assert correct_typo("zzzzzzzz", LEXICON, settings) is None  # nothing close enough
+
+
+def test_very_long_tokens_are_not_fuzzed() -> None:
+    long_token = "workspace" * 1000
+    assert correct_typo(long_token, LEXICON, TypoSettings(max_token_length=32)) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "intent", "subject"),
+    [
+        ("what is home", "explain", "home"),
+        ("what are the widgets", "explain", "widgets"),
+        ("explain workspace", "explain", "workspace"),
+        ("tell me about panels", "explain", "panels"),
+        ("how does quick capture work", "explain", "quick capture"),
+        ("open my notes", "navigate", ""),
+        ("where are my shortcuts", "navigate", ""),
+        ("workspace", "lookup", ""),
+    ],
+)
+def test_intent_detection(text: str, intent: str, subject: str) -> None:
+    assert detect_intent(text) == (intent, subject)
+
+
+@pytest.mark.parametrize(
+    ("raw", "parts"),
+    [
+        ("workspace and widgets", (("workspace",), ("widget",))),
+        ("open notes + quick links", (("open", "notes"), ("quick", "links"))),
+        ("home & notes", (("home",), ("notes",))),
+        ("home, workspace", (("home",), ("workspace",))),
+    ],
+)
+def test_multi_intent_split(raw: str, parts: tuple[tuple[str, ...], ...]) -> None:
+    query, _ = normalize_query(raw, LEXICON)
+    assert query.is_multi_intent
+    assert query.parts == parts
+
+
+def test_single_intent_when_one_side_is_empty() -> None:
+    query, _ = normalize_query("workspace and the", LEXICON)
+    assert not query.is_multi_intent

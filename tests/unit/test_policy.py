@@ -1,0 +1,112 @@
+"""Decision rules in the seed plan's order, templates verbatim, multi-intent."""
+
+from __future__ import annotations
+
+from service.decide import clarify
+from service.decide.policy import decide, decide_multi_intent
+from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery, Thresholds
+
+T = Thresholds()  # MIN_SCORE=3, MIN_CONF=0.3, MIN_GAP=2, MIN_MATCHED_TERMS=2
+
+
+def ev(
+    slug: str, score: float, raw: float, terms: tuple[str, ...] = ("a", "b"),
+    title_hit: bool = True, exact: bool = False, title: str | None = None,
+) -> Evidence:
+    return Evidence(
+        doc_slug=slug, title=title or slug.split("/")[1].title(), category=slug.split("/")[0],
+        snippet="", score=score, content_hash="h", matched_terms=terms, source="keyword",
+        raw_score=raw, title_or_keyword_hit=title_hit, exact_title_phrase=exact,
+    )
+
+
+Q = NormalizedQuery(raw="q", tokens=("a", "b"), phrase="a b")
+
+
+def test_no_results_is_no_match_with_the_template() -> None:
+    decision = decide([], Q, T)
+    assert isinstance(decision, NoMatch)
+    assert decision.message == "Which part should I explain?"
+
+
+def test_single_strong_result_answers() -> None:
+    decision = decide([ev("concepts/home", 1.0, 8)], Q, T)
+    assert isinstance(decision, Answer) and decision.confidence == 1.0
+
+
+def test_matched_terms_guard_comes_before_score() -> None:
+    decision = decide([ev("concepts/home", 1.0, 8, terms=("a",)), ev("concepts/notes", 0.1, 1)], Q, T)
+    assert isinstance(decision, Clarify) and decision.reason == "matched_terms"
+    assert decision.message == (
+        "I'm not sure which feature you mean. Are you asking about Home? If not, tell me the feature name."
+    )
+
+
+def test_exact_title_phrase_satisfies_the_matched_terms_guard() -> None:
+    decision = decide([ev("concepts/home", 1.0, 11, terms=("home",), exact=True)], Q, T)
+    assert isinstance(decision, Answer)
+
+
+def test_title_keyword_guard() -> None:
+    decision = decide([ev("concepts/home", 1.0, 8, title_hit=False), ev("concepts/notes", 0.1, 1)], Q, T)
+    assert isinstance(decision, Clarify) and decision.reason == "no_title_or_keyword_hit"
+
+
+def test_single_low_confidence_match_uses_its_template() -> None:
+    decision = decide([ev("concepts/home", 0.2, 2)], Q, T)
+    assert isinstance(decision, Clarify) and decision.reason == "low_score"
+    assert decision.message == "I think you mean Home. Is that right?"
+
+
+def test_small_raw_gap_is_ambiguous() -> None:
+    decision = decide([ev("concepts/home", 1.0, 11), ev("concepts/dashboard", 0.5, 10)], Q, T)
+    assert isinstance(decision, Clarify) and decision.reason == "small_gap"
+    assert decision.message == "Do you mean Home (concepts) or Dashboard (concepts)?"
+    assert [o.doc_slug for o in decision.options] == ["concepts/home", "concepts/dashboard"]
+
+
+def test_low_confidence_is_ambiguous() -> None:
+    # Gap of 5 raw points passes, but (1.0 - 0.8) / 1.0 = 0.2 < 0.3.
+    decision = decide([ev("concepts/home", 1.0, 11), ev("concepts/dashboard", 0.8, 6)], Q, T)
+    assert isinstance(decision, Clarify) and decision.reason == "low_confidence"
+    assert decision.confidence == 0.2
+
+
+def test_second_score_comes_from_another_document() -> None:
+    # Two chunks of the same page are not an ambiguity.
+    decision = decide([ev("concepts/home", 1.0, 11), ev("concepts/home", 0.99, 11)], Q, T)
+    assert isinstance(decision, Answer)
+
+
+def test_explain_subject_that_is_a_page_title_answers() -> None:
+    query = NormalizedQuery(raw="what is home", tokens=("home",), phrase="home", intent="explain", subject="home")
+    results = [
+        ev("concepts/dashboard", 1.0, 11, terms=("home",), exact=True, title="Dashboard"),
+        ev("concepts/home", 0.9, 11, terms=("home",), exact=True, title="Home"),
+    ]
+    decision = decide(results, query, T)
+    assert isinstance(decision, Answer) and decision.results[0].doc_slug == "concepts/home"
+    plain = NormalizedQuery(raw="home", tokens=("home",), phrase="home")
+    assert isinstance(decide(results, plain, T), Clarify)
+
+
+def test_unknown_topic_word_with_only_body_matches_is_no_match() -> None:
+    query = NormalizedQuery(raw="send an email", tokens=("send", "email"), phrase="send email", unknown_tokens=("email",))
+    decision = decide([ev("concepts/workspace", 0.04, 1, terms=("send",), title_hit=False)], query, T)
+    assert isinstance(decision, NoMatch) and decision.reason == "out_of_domain"
+
+
+def test_multi_intent_returns_two_documents_and_asks() -> None:
+    parts = [
+        [ev("concepts/workspace", 1.0, 11, exact=True, terms=("workspace",))],
+        [ev("concepts/widgets", 1.0, 11, exact=True, terms=("widgets",))],
+    ]
+    decision = decide_multi_intent(parts, Q, T)
+    assert decision is not None
+    assert [e.doc_slug for e in decision.results] == ["concepts/workspace", "concepts/widgets"]
+    assert decision.message == clarify.MULTI_INTENT == "Which one should I go deeper on?"
+
+
+def test_multi_intent_needs_two_strong_parts() -> None:
+    parts = [[ev("concepts/workspace", 1.0, 11, exact=True)], [ev("concepts/widgets", 0.1, 1, terms=("w",))]]
+    assert decide_multi_intent(parts, Q, T) is None
