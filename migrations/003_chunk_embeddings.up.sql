@@ -24,8 +24,9 @@ create table if not exists chunk_embeddings (
     check (vector_dims(embedding) = dim)
 );
 
-create index if not exists chunk_embeddings_model_idx on chunk_embeddings (model);
-
+-- No separate index on `model`: the unique (chunk_id, model) serves the
+-- indexer's lookups, and a btree on a column with one or two values only
+-- tempts the planner away from HNSW on small tables.
 create index if not exists chunk_embeddings_hnsw_384
     on chunk_embeddings
     using hnsw ((embedding::vector(384)) vector_cosine_ops)

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -32,7 +33,12 @@ from service.normalize.query import TypoSettings, normalize_query
 from service.scoring.chunks import dedupe_per_document
 from service.scoring.glossary import Glossary
 from service.scoring.indexes import CorpusIndexes, build_indexes
+from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
+from service.normalize.text import rewrite_for_embedding
+from service.scoring.fusion import detect_query_type, fusion_method
+from service.scoring.hybrid import SemanticSignal, fuse_evidence
 from service.scoring.keyword import KeywordIndex
+from service.scoring.semantic import QueryEmbeddingCache, SemanticHit, embed_query_async, semantic_search
 
 log = logging.getLogger("service.query")
 
@@ -84,16 +90,18 @@ class PhaseRecorder:
         raise NotImplementedError
 
 
-def keyword_decision(
+def keyword_decision_for(
     index: KeywordIndex,
     ctx: TierContext,
     thresholds: Thresholds,
     max_per_doc: int | None,
+    results: list[Evidence] | None = None,
 ) -> tuple[Decision, dict[str, float | int]]:
     """Phases 1 and 2: search the whole query (and each intent), then decide."""
     pool = ctx.flags.retrieval.candidate_pool
     category = ctx.params.category
-    results = index.search(ctx.query.tokens, category=category, limit=pool, notes=ctx.notes)
+    if results is None:
+        results = index.search(ctx.query.tokens, category=category, limit=pool, notes=ctx.notes)
     trimmed = 0
     if max_per_doc is not None and not ctx.query.is_multi_intent:
         results, trimmed = dedupe_per_document(results, max_per_doc)
@@ -109,6 +117,43 @@ def keyword_decision(
         if multi is not None:
             return multi, stats
     return decide(results, ctx.query, thresholds), stats
+
+
+@dataclass
+class SemanticLeg:
+    """What phase 3 needs beyond memory: the model, its query cache, the pool."""
+
+    embedder: Any
+    """`service.ingest.embedder.Embedder` (typed loosely: torch loads lazily)."""
+    cache: QueryEmbeddingCache
+    pool: Callable[[], Any]
+    """The current asyncpg pool, or None while the database is down."""
+    model: Callable[[], Awaitable[str | None]]
+    """The model whose vectors are complete (the old one during a model change)."""
+    timings: dict[str, float] = field(default_factory=dict)
+
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> tuple[list[SemanticHit], dict[str, float]]:
+        pool = self.pool()
+        if pool is None:
+            raise ConnectionError("database pool is not available")
+        started = time.perf_counter()
+        vector = await embed_query_async(self.embedder, text, self.cache)
+        embedded = time.perf_counter()
+        model = await asyncio.wait_for(self.model(), timeout=flags.timeouts.db_ms / 1000)
+        if model is None:
+            raise LookupError("no embeddings indexed yet")
+        hits = await asyncio.wait_for(
+            semantic_search(
+                pool, vector, model, self.embedder.dim, top_k, category,
+                ef_search=flags.semantic.ef_search,
+            ),
+            timeout=flags.timeouts.db_ms / 1000,
+        )
+        done = time.perf_counter()
+        return hits, {
+            "embed_ms": round((embedded - started) * 1000, 3),
+            "vector_search_ms": round((done - embedded) * 1000, 3),
+        }
 
 
 class Pipeline:
@@ -129,7 +174,7 @@ class Pipeline:
         self.synonyms = synonyms
         self.recorder = recorder
         self.indexes: CorpusIndexes | None = None
-        self.semantic_tier: Tier | None = None
+        self.semantic: SemanticLeg | None = None
 
     # -- corpus -----------------------------------------------------------
     def load_corpus(self, documents: Sequence[Document], chunks: Sequence[Chunk], version: int) -> None:
@@ -166,7 +211,7 @@ class Pipeline:
     # -- tiers ------------------------------------------------------------
     async def phase1(self, ctx: TierContext) -> TierOutcome:
         indexes = self._require_indexes()
-        decision, stats = keyword_decision(
+        decision, stats = keyword_decision_for(
             indexes.documents, ctx, ctx.flags.phases.for_phase(1), max_per_doc=None
         )
         return TierOutcome("phase1", 1, decision, stats)
@@ -175,11 +220,46 @@ class Pipeline:
         indexes = self._require_indexes()
         if not indexes.chunks.units:
             raise CorpusNotLoaded("no chunks in memory")
-        decision, stats = keyword_decision(
+        decision, stats = keyword_decision_for(
             indexes.chunks, ctx, ctx.flags.phases.for_phase(2),
             max_per_doc=ctx.flags.retrieval.max_chunks_per_doc,
         )
         return TierOutcome("phase2", 2, decision, stats)
+
+    async def phase3(self, ctx: TierContext) -> TierOutcome:
+        """Hybrid: the phase 2 keyword leg fused with pgvector neighbours."""
+        indexes = self._require_indexes()
+        if self.semantic is None:
+            raise LookupError("no embedding model loaded")
+        flags = ctx.flags
+        pool_size = flags.retrieval.candidate_pool
+        keyword = indexes.chunks.search(ctx.query.tokens, category=ctx.params.category, limit=pool_size, notes=ctx.notes)
+        text = rewrite_for_embedding(ctx.query.raw, self.synonyms.phrases, self.synonyms.words)
+        hits, timings = await self.semantic.search(text, pool_size, ctx.params.category, flags)
+        fuse_started = time.perf_counter()
+        query_type = detect_query_type(ctx.query.raw)
+        weights = getattr(flags.fusion.weights, query_type)
+        fused = fuse_evidence(
+            keyword, hits, method=fusion_method(flags.fusion.method), weights=weights,
+            query_type=query_type, rrf_k=flags.fusion.rrf_k, doc_info=indexes.doc_info,
+        )
+        trimmed = 0
+        if not ctx.query.is_multi_intent:
+            fused, trimmed = dedupe_per_document(fused, flags.retrieval.max_chunks_per_doc)
+        thresholds = flags.phases.for_phase(3)
+        keyword_decision, _ = keyword_decision_for(indexes.chunks, ctx, thresholds, flags.retrieval.max_chunks_per_doc, keyword)
+        semantic_flags = SemanticThresholds(
+            similarity_floor=flags.semantic.similarity_floor,
+            answer_similarity=flags.semantic.answer_similarity,
+            margin=flags.semantic.margin,
+        )
+        decision = decide_hybrid(fused, keyword_decision, SemanticSignal.of(hits), ctx.query, semantic_flags)
+        timings["fusion_ms"] = round((time.perf_counter() - fuse_started) * 1000, 3)
+        stats: dict[str, float | int] = {
+            **timings, "keyword_candidates": len(keyword), "semantic_candidates": len(hits),
+            "deduplicated": trimmed, "top_similarity": round(SemanticSignal.of(hits).top_similarity, 4),
+        }
+        return TierOutcome("phase3", 3, decision, stats)
 
     async def cache(self, ctx: TierContext) -> TierOutcome:
         evidence = self.glossary.answer(ctx.query)
@@ -190,8 +270,8 @@ class Pipeline:
     def tiers(self, phase: int) -> list[tuple[str, Tier]]:
         """The fallback chain from `phase` down: 3 → 2 → 1 → Tier-1 cache."""
         chain: list[tuple[str, Tier]] = []
-        if phase >= 3 and self.semantic_tier is not None:
-            chain.append(("phase3", self.semantic_tier))
+        if phase >= 3:
+            chain.append(("phase3", self.phase3))
         if phase >= 2:
             chain.append(("phase2", self.phase2))
         chain.append(("phase1", self.phase1))

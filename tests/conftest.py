@@ -15,15 +15,18 @@ Fixtures (all integration tests should use these, never mocks):
   `migrations/` was applied (`service.db.migrate.migrate_up`).
 - `fixture_seeds` (function): a copy of `tests/fixtures/seeds` (3 small docs)
   in a temp dir, safe to edit.
+- `paragraph_chunker`: a fast stand-in chunker (one chunk per paragraph).
+- `table_dump`: `await table_dump(pool)` → every corpus row as JSON text.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import uuid
 from urllib.parse import urlsplit, urlunsplit
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ import pytest
 from service.db.embedded import EmbeddedPostgres
 from service.db.migrate import migrate_up
 from service.db.pool import create_pool
+from service.domain.types import Chunk, Document
 from service.settings import PROJECT_ROOT
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
@@ -132,3 +136,40 @@ def fixture_seeds(tmp_path: Path) -> Path:
     target = tmp_path / "seeds"
     shutil.copytree(FIXTURE_SEEDS, target)
     return target
+
+
+def _paragraph_chunks(doc: Document) -> list[Chunk]:
+    """A trivial stand-in chunker: one chunk per blank-line-separated block."""
+    blocks = [b.strip() for b in doc.content.split("\n\n") if b.strip()]
+    return [
+        Chunk(
+            doc_slug=doc.slug, category=doc.category, title=doc.title, header_path=doc.title,
+            chunk_index=i, content=text, keywords=doc.keywords,
+            chunk_hash=hashlib.md5(text.encode()).hexdigest(), token_count=len(text.split()),
+        )
+        for i, text in enumerate(blocks)
+    ]
+
+
+@pytest.fixture
+def paragraph_chunker() -> Callable[[Document], list[Chunk]]:
+    """Fast deterministic chunker for seeding tests (no tokenizer to load)."""
+    return _paragraph_chunks
+
+
+async def dump_tables(pool: asyncpg.Pool[Any]) -> list[str]:
+    """Every row of the corpus tables as JSON text, for byte-for-byte comparisons."""
+    rows = await pool.fetch(
+        "select 'd' || row_to_json(d)::text from docs_knowledge d order by id"
+    )
+    rows += await pool.fetch(
+        "select 'c' || row_to_json(c)::text from docs_knowledge_chunks c"
+        " order by doc_slug, chunk_index"
+    )
+    return [r[0] for r in rows]
+
+
+@pytest.fixture
+def table_dump() -> Callable[[asyncpg.Pool[Any]], Awaitable[list[str]]]:
+    """`await table_dump(pool)`: all corpus rows (incl. timestamps) as JSON text."""
+    return dump_tables

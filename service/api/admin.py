@@ -8,17 +8,17 @@ from litestar.exceptions import ClientException, ServiceUnavailableException
 from litestar.openapi import ResponseSpec
 
 from service.api.auth import admin_guard
-from service.api.schemas import ErrorResponse
+from service.api.errors import ErrorBody
 from service.ingest.markdown import SeedError
 from service.ingest.seeder import SeedReport
 from service.lifespan import seed_and_reload
 from service.state import get_state
 
 _ERRORS = {
-    401: ResponseSpec(data_container=ErrorResponse, description="Missing or malformed token"),
-    403: ResponseSpec(data_container=ErrorResponse, description="Wrong token or admin disabled"),
-    422: ResponseSpec(data_container=ErrorResponse, description="Seed files rejected"),
-    503: ResponseSpec(data_container=ErrorResponse, description="Database not ready"),
+    401: ResponseSpec(data_container=ErrorBody, description="Missing or malformed token"),
+    403: ResponseSpec(data_container=ErrorBody, description="Wrong token or admin disabled"),
+    422: ResponseSpec(data_container=ErrorBody, description="Seed files rejected"),
+    503: ResponseSpec(data_container=ErrorBody, description="Database not ready"),
 }
 
 

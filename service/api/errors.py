@@ -14,17 +14,26 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException
 from litestar.types import ExceptionHandlersMap
 
-from service.api.schemas import ErrorResponse
+from service.domain.types import Base
 
 log = logging.getLogger(__name__)
 
 
+class ErrorBody(Base, frozen=True):
+    """Body of every error response."""
+
+    error: str
+    detail: Any = None
+    """Structured detail (validation errors, rejected files); `Any` rather than
+    `object` because Litestar's OpenAPI generator cannot render `object`."""
+
+
 def http_exception_handler(
     _: Request[Any, Any, Any], exc: HTTPException
-) -> Response[ErrorResponse]:
+) -> Response[ErrorBody]:
     detail = exc.extra if exc.extra else None
     return Response(
-        ErrorResponse(error=exc.detail, detail=detail),
+        ErrorBody(error=exc.detail, detail=detail),
         status_code=exc.status_code,
         headers=exc.headers,
     )
@@ -32,9 +41,9 @@ def http_exception_handler(
 
 def internal_error_handler(
     request: Request[Any, Any, Any], exc: Exception
-) -> Response[ErrorResponse]:
+) -> Response[ErrorBody]:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return Response(ErrorResponse(error="internal server error"), status_code=500)
+    return Response(ErrorBody(error="internal server error"), status_code=500)
 
 
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {

@@ -16,10 +16,9 @@ import importlib
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
-from asyncpg.pool import PoolConnectionProxy
 
 from service.domain.types import Base, Chunk, Document
 from service.ingest.markdown import parse_seeds
@@ -27,7 +26,10 @@ from service.ingest.markdown import parse_seeds
 log = logging.getLogger(__name__)
 
 Chunker = Callable[[Document], list[Chunk]]
-Conn = asyncpg.Connection[Any] | PoolConnectionProxy[Any]
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+    Conn = asyncpg.Connection[Any] | PoolConnectionProxy[Any]
 # Arbitrary but fixed: identifies "seeding" among advisory locks.
 SEED_LOCK_KEY = 0x5EED_0002
 

@@ -119,3 +119,14 @@ def normalise_words(
     kept = [t for t in words(lowered) if t not in stopwords]
     rewritten, _ = apply_word_synonyms(kept, word_synonyms)
     return [stem_plural(t, known_terms) for t in rewritten if t not in stopwords]
+
+
+def rewrite_for_embedding(text: str, phrase_synonyms: Mapping[str, str], word_synonyms: Mapping[str, str]) -> str:
+    """The query as the embedding model should read it: all words kept, synonyms applied.
+
+    Synonyms are a product decision ("shortcuts" are quick links here); the
+    embedding model does not know them, so it reads the rewritten words.
+    """
+    rewritten, _ = apply_phrase_synonyms(lowercase_words(clean(text)), phrase_synonyms)
+    swapped, _ = apply_word_synonyms(words(rewritten), word_synonyms)
+    return " ".join(swapped)

@@ -23,6 +23,11 @@ class CorpusIndexes:
     chunks: KeywordIndex
     documents_by_slug: dict[str, Document]
 
+    def doc_info(self, slug: str) -> tuple[str, str]:
+        """(content_hash, summary) of a document, for evidence built from a chunk."""
+        doc = self.documents_by_slug.get(slug)
+        return (doc.content_hash, doc.summary) if doc else ("", "")
+
     @property
     def empty(self) -> bool:
         return not self.documents_by_slug

@@ -105,7 +105,11 @@ def test_editing_one_section_changes_only_its_chunk() -> None:
 
 
 SENTENCE = "The widget shows each pinned link with its icon and label in the order you chose. "
-CODE = "```python\n" + "\n".join(f"value_{i} = compute_thing({i})  # step" for i in range(80)) + "\n```"
+CODE = (
+    "```python\n"
+    + "\n".join(f"value_{i} = compute_thing({i})  # step" for i in range(80))
+    + "\n```"
+)
 TABLE = "| Shortcut | Action |\n|---|---|\n" + "\n".join(
     f"| Ctrl+{i} | Open quick link number {i} in a new tab |" for i in range(60)
 )
@@ -178,7 +182,8 @@ def test_table_split_between_rows_with_header_repeated(counter: TokenCounter) ->
 
 def test_long_paragraph_split_at_sentences() -> None:
     chunks = [
-        c for c in chunk_document(doc(LONG_DOC), max_tokens=120)
+        c
+        for c in chunk_document(doc(LONG_DOC), max_tokens=120)
         if c.header_path.endswith("Long paragraph")
     ]
     assert len(chunks) > 1

@@ -1,0 +1,193 @@
+"""Idempotent seeding on a real PostgreSQL, including every kind of bad file."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from service.db import repo
+from service.domain.types import Chunk, Document
+from service.ingest.markdown import SeedError
+from service.ingest.seeder import SeedCounts, seed
+
+Chunker = Callable[[Document], list[Chunk]]
+Dump = Callable[[Any], Awaitable[list[str]]]
+
+
+async def _versions(pool: asyncpg.Pool[Any]) -> dict[str, tuple[int, Any]]:
+    rows = await pool.fetch("select slug, version, updated_at from docs_knowledge")
+    return {r["slug"]: (r["version"], r["updated_at"]) for r in rows}
+
+
+async def test_first_seed_inserts_everything(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker
+) -> None:
+    report = await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    assert report.documents == SeedCounts(inserted=3)
+    assert report.chunks.inserted > 3 and report.chunks.updated == 0
+    docs = {d.slug: d for d in await repo.load_documents(migrated_pool)}
+    assert set(docs) == {"concepts/workspace", "widgets/quick-links", "actions/navigation"}
+    assert all(d.version == 1 for d in docs.values())
+    # No keywords in front matter: extracted automatically.
+    assert "navigation" in docs["actions/navigation"].keywords
+    # No summary in front matter: the first paragraph.
+    assert docs["widgets/quick-links"].summary.startswith("The Quick Links widget")
+
+
+async def test_seeding_twice_changes_nothing(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker,
+    table_dump: Dump,
+) -> None:
+    await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    before = await table_dump(migrated_pool)
+    report = await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    assert report.documents == SeedCounts(unchanged=3)
+    assert report.chunks.unchanged == len([r for r in before if r.startswith("c")])
+    assert not report.changed
+    assert await table_dump(migrated_pool) == before  # updated_at, ids, versions untouched
+
+
+async def test_editing_one_document_bumps_only_its_version(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker
+) -> None:
+    await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    before = await _versions(migrated_pool)
+    path = fixture_seeds / "widgets" / "quick-links.md"
+    path.write_text(path.read_text() + "\n## Sorting links\n\nDrag a link to reorder it.\n")
+    report = await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    assert report.documents == SeedCounts(updated=1, unchanged=2)
+    assert report.chunks.inserted == 2 and report.chunks.updated == 0
+    after = await _versions(migrated_pool)
+    assert after["widgets/quick-links"][0] == 2
+    assert after["widgets/quick-links"][1] > before["widgets/quick-links"][1]
+    for slug in ("concepts/workspace", "actions/navigation"):
+        assert after[slug] == before[slug]
+
+
+async def test_changed_paragraph_rewrites_only_that_chunk(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker
+) -> None:
+    await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    path = fixture_seeds / "concepts" / "workspace.md"
+    path.write_text(path.read_text().replace("top to switch", "top of the screen to switch"))
+    report = await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    assert report.chunks.updated == 1 and report.chunks.inserted == 0
+    assert report.chunks.deleted == 0
+
+
+async def test_removing_a_file_removes_its_row_and_chunks(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker
+) -> None:
+    await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    n_chunks = len(paragraph_chunker(
+        next(d for d in await repo.load_documents(migrated_pool) if d.slug == "actions/navigation")
+    ))
+    (fixture_seeds / "actions" / "navigation.md").unlink()
+    report = await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    assert report.documents == SeedCounts(deleted=1, unchanged=2)
+    assert report.chunks.deleted == n_chunks
+    assert "actions/navigation" not in {d.slug for d in await repo.load_documents(migrated_pool)}
+    assert all(c.doc_slug != "actions/navigation" for c in await repo.load_chunks(migrated_pool))
+
+
+BAD_FILES: dict[str, tuple[str, bytes, str]] = {
+    "broken front matter": (
+        "concepts/broken.md", b"---\ntitle: [unclosed\ncategory: concepts\n---\nBody\n",
+        "broken front matter",
+    ),
+    "no closing front matter": (
+        "concepts/open.md", b"---\ntitle: Open\ncategory: concepts\nBody\n", "no closing '---'",
+    ),
+    "missing title": (
+        "concepts/untitled.md", b"---\ncategory: concepts\n---\nBody text.\n", "missing title",
+    ),
+    "unknown category": (
+        "concepts/calendar.md", b"---\ntitle: Calendar\ncategory: calendars\n---\nBody.\n",
+        "unknown category 'calendars'",
+    ),
+    "folder mismatch": (
+        "widgets/home.md", b"---\ntitle: Home\ncategory: concepts\n---\nBody.\n",
+        "does not match its folder",
+    ),
+    "duplicate slug": (
+        "concepts/workspace-copy.md",
+        b"---\ntitle: Copy\ncategory: concepts\nslug: concepts/workspace\n---\nBody.\n",
+        "duplicate slug 'concepts/workspace'",
+    ),
+    "non-UTF-8": (
+        "concepts/latin1.md", b"---\ntitle: Caf\xe9\ncategory: concepts\n---\nBody.\n",
+        "not valid UTF-8",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_FILES))
+async def test_bad_file_fails_naming_it_and_changes_nothing(
+    kind: str, migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path,
+    paragraph_chunker: Chunker, table_dump: Dump,
+) -> None:
+    await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    # Also edit a good file: the failed seed must not apply that change either.
+    good = fixture_seeds / "concepts" / "workspace.md"
+    good.write_text(good.read_text() + "\nMore text.\n")
+    before = await table_dump(migrated_pool)
+    relpath, content, reason = BAD_FILES[kind]
+    (fixture_seeds / relpath).write_bytes(content)
+    with pytest.raises(SeedError) as info:
+        await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    message = str(info.value)
+    assert Path(relpath).name in message
+    assert reason in message
+    assert await table_dump(migrated_pool) == before
+
+
+async def test_seed_killed_mid_transaction_keeps_previous_corpus(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker,
+    table_dump: Dump,
+) -> None:
+    """Cancel a seed while it waits inside its transaction: nothing is applied."""
+    await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    before = await table_dump(migrated_pool)
+    (fixture_seeds / "actions" / "navigation.md").unlink()
+    blocker = await migrated_pool.acquire()
+    tx = blocker.transaction()
+    await tx.start()
+    await blocker.execute("select pg_advisory_xact_lock($1)", 0x5EED_0002)  # hold the seed lock
+    task = asyncio.create_task(seed(migrated_pool, fixture_seeds, paragraph_chunker))
+    await asyncio.sleep(0.3)
+    assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await tx.rollback()
+    await migrated_pool.release(blocker)
+    assert await table_dump(migrated_pool) == before
+    report = await seed(migrated_pool, fixture_seeds, paragraph_chunker)  # next seed completes
+    assert report.documents.deleted == 1
+
+
+async def test_concurrent_seeds_serialize(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker
+) -> None:
+    reports = await asyncio.gather(
+        *(seed(migrated_pool, fixture_seeds, paragraph_chunker) for _ in range(3))
+    )
+    inserted = sorted(r.documents.inserted for r in reports)
+    assert inserted == [0, 0, 3]
+
+
+async def test_real_chunker_is_idempotent(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path
+) -> None:
+    from service.ingest.seeder import default_chunker
+
+    chunker = default_chunker()
+    first = await seed(migrated_pool, fixture_seeds, chunker)
+    assert first.chunks.inserted >= 3
+    second = await seed(migrated_pool, fixture_seeds, chunker)
+    assert not second.changed

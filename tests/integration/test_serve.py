@@ -1,0 +1,106 @@
+"""`python -m service serve` as a real process: ready, SIGTERM, no orphaned PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from service.db.embedded import PostmasterPid, free_port
+from service.settings import PROJECT_ROOT
+
+READY_TIMEOUT_S = 120
+
+
+def _start(data_dir: Path, seeds: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
+    env.update(SEEDS_DIR=str(seeds), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "service", "serve", "--port", str(port),
+             "--data-dir", str(data_dir)],
+            cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], port: int, log: Path) -> dict[str, object]:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"server exited early:\n{log.read_text()[-3000:]}"
+        try:
+            response = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2)
+            if response.status_code == 200:
+                body: dict[str, object] = response.json()
+                return body
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"not ready in {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
+
+
+def _postgres_pids(data_dir: Path) -> set[int]:
+    info = PostmasterPid.read(data_dir)
+    assert info is not None
+    master = psutil.Process(info.pid)
+    return {info.pid, *(p.pid for p in master.children(recursive=True))}
+
+
+def _alive(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.add(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def _stop(proc: subprocess.Popen[bytes], log: Path) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    assert code == 0, log.read_text()[-3000:]
+
+
+@pytest.mark.slow
+def test_serve_ready_sigterm_restart(tmp_path: Path, fixture_seeds: Path) -> None:
+    data_dir, log = tmp_path / "pg", tmp_path / "serve.log"
+    port = free_port()
+    proc = _start(data_dir, fixture_seeds, port, log)
+    try:
+        ready = _wait_ready(proc, port, log)
+        assert ready["documents"] == 3
+        pids = _postgres_pids(data_dir)
+        _stop(proc, log)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.2)
+    assert _alive(pids) == set(), "PostgreSQL processes left behind"
+    assert not (data_dir / "postmaster.pid").exists()
+
+    # Warm restart on the same data directory: data kept, nothing re-inserted.
+    proc = _start(data_dir, fixture_seeds, port, log)
+    try:
+        ready = _wait_ready(proc, port, log)
+        assert ready["documents"] == 3
+        assert "seed finished" in log.read_text()
+        pids = _postgres_pids(data_dir)
+        _stop(proc, log)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.2)
+    assert _alive(pids) == set()
+    assert "inserted=0, updated=0, unchanged=3" in log.read_text()
