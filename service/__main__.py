@@ -172,11 +172,18 @@ def _with_database(settings: Settings, run: Callable[[str], Awaitable[int]]) -> 
             embedded.stop()
 
 
+def _add_replay(sub: SubParsers) -> None:
+    from service import replay
+
+    replay.add_parser(sub)
+
+
 COMMANDS: dict[str, Registrar] = {
     "serve": _add_serve,
     "migrate": _add_migrate,
     "seed": _add_seed,
-    # "replay": ..., "eval": ..., "bench": ...  (added by later issues)
+    "replay": _add_replay,
+    # "eval": ..., "bench": ...  (added by later issues)
 }
 
 

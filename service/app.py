@@ -12,12 +12,14 @@ from litestar.types import ControllerRouterHandler
 
 from service.api import admin, health, retrieve
 from service.api.errors import EXCEPTION_HANDLERS
+from service.api.retrieve import PIPELINE_KEY
 from service.db.migrate import latest_version
 from service.flags import load_flags
 from service.ingest.seeder import Chunker, default_chunker
 from service.lifespan import lifespan
 from service.settings import Settings
 from service.state import STATE_KEY, AppState
+from service.wiring import SEMANTIC_KEY, build_pipeline
 
 MAX_BODY_BYTES = 16 * 1024  # a query is at most a few hundred characters
 
@@ -31,6 +33,7 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
         chunker=chunker or default_chunker(flags.chunking.max_tokens),
         expected_migration=latest_version(settings.migrations_dir),
     )
+    pipeline, semantic = build_pipeline(st)
     cors = (
         CORSConfig(allow_origins=list(settings.cors_allow_origins))
         if settings.cors_allow_origins
@@ -40,7 +43,7 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
         route_handlers=[health.health, health.ready, *admin.ROUTES,
                         *cast("list[ControllerRouterHandler]", retrieve.ROUTES)],
         lifespan=[lifespan],
-        state=State({STATE_KEY: st}),
+        state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, SEMANTIC_KEY: semantic}),
         openapi_config=OpenAPIConfig(
             title="Documentation retrieval service", version="0.1.0", path="/schema"
         ),

@@ -28,20 +28,20 @@ class _Flags(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """Base for flag groups: every key must be known."""
 
 
-class RetrievalFlags(_Flags):
+class RetrievalFlags(_Flags, frozen=True):
     default_top_k: Annotated[int, msgspec.Meta(ge=1, le=10)] = 3
     max_top_k: Annotated[int, msgspec.Meta(ge=1, le=10)] = 10
     max_chunks_per_doc: PositiveInt = 2
     candidate_pool: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
 
 
-class TypoFlags(_Flags):
+class TypoFlags(_Flags, frozen=True):
     min_token_length: Annotated[int, msgspec.Meta(ge=1, le=20)] = 4
     max_token_length: Annotated[int, msgspec.Meta(ge=4, le=100)] = 32
     similarity_cutoff: Annotated[float, msgspec.Meta(ge=50, le=100)] = 88.0
 
 
-class ThresholdFlags(_Flags):
+class ThresholdFlags(_Flags, frozen=True):
     min_score: NonNegative = 3.0
     min_conf: Fraction = 0.3
     min_gap: NonNegative = 2.0
@@ -56,7 +56,7 @@ class ThresholdFlags(_Flags):
         )
 
 
-class PhaseThresholds(_Flags):
+class PhaseThresholds(_Flags, frozen=True):
     keyword: ThresholdFlags = ThresholdFlags()
     chunks: ThresholdFlags = ThresholdFlags()
     hybrid: ThresholdFlags = ThresholdFlags()
@@ -65,43 +65,43 @@ class PhaseThresholds(_Flags):
         return (self.keyword, self.chunks, self.hybrid)[phase - 1].to_thresholds()
 
 
-class SemanticFlags(_Flags):
+class SemanticFlags(_Flags, frozen=True):
     similarity_floor: Fraction = 0.35
     answer_similarity: Fraction = 0.55
     margin: Fraction = 0.04
     ef_search: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 40
 
 
-class FusionWeights(_Flags):
+class FusionWeights(_Flags, frozen=True):
     default: tuple[Weight, Weight] = (0.3, 0.7)
     exact: tuple[Weight, Weight] = (0.7, 0.3)
     semantic: tuple[Weight, Weight] = (0.15, 0.85)
     mixed: tuple[Weight, Weight] = (0.4, 0.6)
 
 
-class FusionFlags(_Flags):
+class FusionFlags(_Flags, frozen=True):
     method: Literal["weighted", "rrf"] = "weighted"
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 60
     weights: FusionWeights = FusionWeights()
 
 
-class ChunkingFlags(_Flags):
+class ChunkingFlags(_Flags, frozen=True):
     max_tokens: Annotated[int, msgspec.Meta(ge=32, le=4096)] = 450
 
 
-class EmbeddingFlags(_Flags):
+class EmbeddingFlags(_Flags, frozen=True):
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 64
     query_cache_size: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 1024
     hnsw_m: Annotated[int, msgspec.Meta(ge=2, le=100)] = 16
     hnsw_ef_construction: Annotated[int, msgspec.Meta(ge=4, le=1000)] = 64
 
 
-class TimeoutFlags(_Flags):
+class TimeoutFlags(_Flags, frozen=True):
     db_ms: Annotated[int, msgspec.Meta(ge=1, le=60_000)] = 2000
     phase_ms: Annotated[int, msgspec.Meta(ge=1, le=60_000)] = 2500
 
 
-class KillSwitchFlags(_Flags):
+class KillSwitchFlags(_Flags, frozen=True):
     p95_ms: Annotated[float, msgspec.Meta(gt=0)] = 500.0
     window_s: Annotated[float, msgspec.Meta(gt=0)] = 300.0
     error_rate: Fraction = 0.05
@@ -110,7 +110,7 @@ class KillSwitchFlags(_Flags):
     probe_share: Fraction = 0.1
 
 
-class ContextFlags(_Flags):
+class ContextFlags(_Flags, frozen=True):
     core_concepts: PositiveInt = 500
     retrieved_docs: PositiveInt = 1500
     ui_context: PositiveInt = 300
@@ -120,7 +120,7 @@ class ContextFlags(_Flags):
     max_chunks_per_doc: PositiveInt = 2
 
 
-class Flags(_Flags):
+class Flags(_Flags, frozen=True):
     enabled: bool = True
     phase: Phase = 3
     retrieval: RetrievalFlags = RetrievalFlags()

@@ -25,11 +25,11 @@ import hashlib
 import os
 import shutil
 import uuid
-from urllib.parse import urlsplit, urlunsplit
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest

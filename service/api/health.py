@@ -12,6 +12,7 @@ from service.db import repo
 from service.db.pool import describe_error
 from service.domain.types import Base
 from service.state import get_state
+from service.wiring import SEMANTIC_KEY, SemanticStatus
 
 READY_QUERY_TIMEOUT_S = 2.0
 
@@ -27,6 +28,10 @@ class Ready(Base, frozen=True):
     migrations: int
     corpus_version: int
     last_seed_error: str | None = None
+    semantic_ready: bool = False
+    """Phase 3 can answer: the model is loaded and its vectors are complete."""
+    embedding_model: str | None = None
+    semantic_error: str | None = None
 
 
 class NotReady(Base, frozen=True):
@@ -48,6 +53,7 @@ def health() -> Health:
 )
 async def ready(state: State) -> Response[Ready | NotReady]:
     st = get_state(state)
+    semantic: SemanticStatus = state[SEMANTIC_KEY]
     if st.not_ready_reason is not None or st.pool is None:
         return _not_ready(st.not_ready_reason or "database pool is not open")
     try:
@@ -64,6 +70,9 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             ready=True, documents=counts.documents, chunks=counts.chunks,
             migrations=counts.migration_version, corpus_version=st.corpus.version,
             last_seed_error=st.last_seed_error,
+            semantic_ready=semantic.serving_model is not None and not semantic.indexing,
+            embedding_model=semantic.serving_model,
+            semantic_error=semantic.error,
         ),
         status_code=200,
     )

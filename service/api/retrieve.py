@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from litestar import Request, post
+from litestar import post
 from litestar.datastructures import State
 from litestar.exceptions import ValidationException
+from litestar.params import JSONBody
 
 from service.api.schemas import MAX_QUERY_CHARS, RetrieveRequest, RetrieveResponse
 from service.domain.types import CATEGORIES
@@ -36,7 +35,7 @@ def pipeline_of(state: State) -> Pipeline:
 
 
 @post("/retrieve", summary="Retrieve documentation evidence and a decision", status_code=200)
-async def retrieve(data: RetrieveRequest, state: State, request: Request[Any, Any, Any]) -> RetrieveResponse:
+async def retrieve(data: JSONBody[RetrieveRequest], state: State) -> RetrieveResponse:
     params = validate_request(data)
     pipeline = pipeline_of(state)
     return await pipeline.run_request(params)

@@ -13,7 +13,7 @@ Status = Literal["answer", "clarify", "no_match", "disabled"]
 MAX_QUERY_CHARS = 500
 
 
-class RetrieveRequest(Base):
+class RetrieveRequest(Base, frozen=True):
     """`query` is 1–500 characters after trimming; `phase` caps the phase used."""
 
     query: Annotated[str, msgspec.Meta(max_length=4 * MAX_QUERY_CHARS, description="1–500 characters after trimming")]
@@ -22,13 +22,13 @@ class RetrieveRequest(Base):
     category: Annotated[str, msgspec.Meta(max_length=64, description="concepts | widgets | actions")] | None = None
 
 
-class OptionOut(Base):
+class OptionOut(Base, frozen=True):
     doc_slug: str
     title: str
     category: str
 
 
-class RetrievalResult(Base):
+class RetrievalResult(Base, frozen=True):
     """The seed plan's evidence object, plus the chunk fields of phase 2+."""
 
     doc_slug: str
@@ -45,14 +45,14 @@ class RetrievalResult(Base):
     chunk_hash: str | None = None
 
 
-class FallbackStep(Base):
+class FallbackStep(Base, frozen=True):
     """A tier that was tried and passed over, and why."""
 
     tier: str
     reason: str
 
 
-class RetrieveResponse(Base):
+class RetrieveResponse(Base, frozen=True):
     status: Status
     message: str
     options: list[OptionOut]
@@ -65,7 +65,3 @@ class RetrieveResponse(Base):
     request_id: str
     source_tier: str = ""
 
-
-class ErrorResponse(Base):
-    error: str
-    detail: object | None = None

@@ -21,7 +21,7 @@ class Base(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
     """Base of every wire and domain type."""
 
 
-class Document(Base):
+class Document(Base, frozen=True):
     """One documentation page as stored in `docs_knowledge`."""
 
     slug: str
@@ -34,7 +34,7 @@ class Document(Base):
     version: int = 1
 
 
-class Chunk(Base):
+class Chunk(Base, frozen=True):
     """One retrievable section of a document (`docs_knowledge_chunks`)."""
 
     doc_slug: str
@@ -52,7 +52,7 @@ class Chunk(Base):
         return f"{self.doc_slug}#chunk-{self.chunk_index}"
 
 
-class Correction(Base):
+class Correction(Base, frozen=True):
     """A typo correction made while normalising a query."""
 
     original: str
@@ -60,7 +60,7 @@ class Correction(Base):
     similarity: float
 
 
-class NormalizedQuery(Base):
+class NormalizedQuery(Base, frozen=True):
     """A query after cleaning, stopwords, synonyms, stemming and typo fixes."""
 
     raw: str
@@ -81,7 +81,7 @@ class NormalizedQuery(Base):
     query_type: QueryType = "mixed"
 
 
-class Evidence(Base):
+class Evidence(Base, frozen=True):
     """One scored candidate: a whole document (phase 1) or a chunk (phase 2+)."""
 
     doc_slug: str
@@ -102,7 +102,7 @@ class Evidence(Base):
     exact_title_phrase: bool = False
 
 
-class Option(Base):
+class Option(Base, frozen=True):
     """A candidate the UI can render as a button."""
 
     doc_slug: str
@@ -110,7 +110,7 @@ class Option(Base):
     category: str
 
 
-class Thresholds(Base):
+class Thresholds(Base, frozen=True):
     """Decision thresholds of one phase (seed plan defaults)."""
 
     min_score: float = 3.0
@@ -119,7 +119,7 @@ class Thresholds(Base):
     min_matched_terms: int = 2
 
 
-class Answer(Base, tag="answer"):
+class Answer(Base, frozen=True, tag="answer"):
     results: tuple[Evidence, ...]
     confidence: float
     message: str = ""
@@ -127,7 +127,7 @@ class Answer(Base, tag="answer"):
     reason: str = "confident"
 
 
-class Clarify(Base, tag="clarify"):
+class Clarify(Base, frozen=True, tag="clarify"):
     results: tuple[Evidence, ...]
     confidence: float
     message: str
@@ -135,7 +135,7 @@ class Clarify(Base, tag="clarify"):
     reason: str
 
 
-class NoMatch(Base, tag="no_match"):
+class NoMatch(Base, frozen=True, tag="no_match"):
     message: str
     reason: str
     results: tuple[Evidence, ...] = ()

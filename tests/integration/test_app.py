@@ -15,10 +15,6 @@ from service.settings import PROJECT_ROOT, Settings
 
 TOKEN = "test-admin-token-0123456789"
 
-# TODO(lead): remove once service/api/retrieve.py declares `data: JSONBody[...]`.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:.*Reserved kwarg 'data':litestar.exceptions.LitestarDeprecationWarning"
-)
 
 
 def _settings(db_url: str, seeds: Path, token: str | None) -> Settings:

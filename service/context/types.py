@@ -1,0 +1,150 @@
+"""Inputs and outputs of the phase 4 context builder (pure data, no I/O).
+
+The output types (`Section`, `Citation`, `Dropped`) are msgspec Structs so the
+/context response can carry them unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Literal
+
+from service.domain.types import Base
+from service.flags import ContextFlags
+
+DecisionStatus = Literal["answer", "clarify", "no_match", "disabled"]
+Role = Literal["user", "assistant"]
+DropAction = Literal["dropped", "trimmed"]
+DropReason = Literal["per_document_cap", "section_budget", "total_budget"]
+
+CORE_CONCEPTS = "Core concepts"
+DOCUMENTATION = "Relevant documentation"
+UI_CONTEXT = "UI context"
+WIDGET_STATES = "Widget states"
+RECENT_MESSAGES = "Recent messages"
+SECTION_ORDER: tuple[str, ...] = (CORE_CONCEPTS, DOCUMENTATION, UI_CONTEXT, WIDGET_STATES, RECENT_MESSAGES)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Token budgets per section (heading included) and in total."""
+
+    core_concepts: int = 500
+    retrieved_docs: int = 1500
+    ui_context: int = 300
+    widget_states: int = 200
+    recent_messages: int = 500
+    total: int = 3000
+    max_chunks_per_doc: int = 2
+
+    @classmethod
+    def from_flags(cls, flags: ContextFlags, overrides: Mapping[str, int | None] | None = None) -> Budget:
+        """`flags.context`, then any per-request override that is not None."""
+        budget = cls(**{f.name: getattr(flags, f.name) for f in fields(cls)})
+        chosen = {k: v for k, v in (overrides or {}).items() if v is not None}
+        unknown = set(chosen) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown budget keys: {', '.join(sorted(unknown))}")
+        if any(v < 1 for v in chosen.values()):
+            raise ValueError("budgets must be positive integers")
+        return replace(budget, **chosen)
+
+    def for_section(self, name: str) -> int:
+        return {
+            CORE_CONCEPTS: self.core_concepts,
+            DOCUMENTATION: self.retrieved_docs,
+            UI_CONTEXT: self.ui_context,
+            WIDGET_STATES: self.widget_states,
+            RECENT_MESSAGES: self.recent_messages,
+        }[name]
+
+
+class Passage(Base):
+    """One retrieved unit with its full text (a chunk, or a whole document in phase 1)."""
+
+    doc_slug: str
+    title: str
+    text: str
+    score: float
+    header_path: str | None = None
+    chunk_index: int | None = None
+
+
+class ConceptText(Base):
+    term: str
+    text: str
+
+
+class UiState(Base):
+    screen: str
+    entry: str | None = None
+    workspace: str | None = None
+    open_panels: tuple[str, ...] = ()
+
+
+class WidgetState(Base):
+    widget: str
+    summary: str
+
+
+class Message(Base):
+    role: Role
+    content: str
+
+
+class Citation(Base):
+    """Where a documentation passage came from: `label` is "Title > header path"."""
+
+    doc_slug: str
+    title: str
+    label: str
+    score: float
+    tokens: int
+    header_path: str | None = None
+    chunk_index: int | None = None
+    trimmed: bool = False
+
+
+class Section(Base):
+    name: str
+    tokens: int
+    budget: int
+    text: str
+    citations: list[Citation] = []
+
+
+class Dropped(Base):
+    """Something left out (`dropped`) or shortened by whole sentences (`trimmed`)."""
+
+    section: str
+    item: str
+    action: DropAction
+    reason: DropReason
+    tokens: int
+    """Tokens removed."""
+
+
+class ContextResult(Base):
+    sections: list[Section]
+    text: str
+    total_tokens: int
+    total_budget: int
+    dropped: list[Dropped]
+    tokenizer: str
+
+
+@dataclass(frozen=True)
+class ContextInputs:
+    """Everything the builder needs: the decision, full texts and the UI state."""
+
+    status: DecisionStatus
+    message: str
+    passages: tuple[Passage, ...] = ()
+    options: tuple[str, ...] = ()
+    """Clarification options as shown to the user, e.g. "Quick Links (widgets)"."""
+    concepts: tuple[ConceptText, ...] = ()
+    ui: UiState | None = None
+    widgets: tuple[WidgetState, ...] = ()
+    messages: tuple[Message, ...] = ()
+    """Oldest first."""

@@ -1,0 +1,134 @@
+"""`python -m service replay FILE`: run golden queries and report pass/fail per case.
+
+In-process by default: the real app (lifespan, database, seeding, pipeline)
+behind an in-memory ASGI client, so nothing listens on a port.  With
+`--url` the same requests go to a running service over HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from service.golden import GoldenCase, GoldenFileError, check, load_golden, phases_of
+from service.settings import Settings
+
+Post = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, Any]]]]
+READY_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case_id: str
+    phase: int
+    query: str
+    failures: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def line(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        reason = f": {'; '.join(self.failures)}" if self.failures else ""
+        return f"{verdict} [phase {self.phase}] {self.case_id} ({self.query!r}){reason}"
+
+
+async def replay_cases(cases: list[GoldenCase], post: Post, only_phase: int | None = None) -> list[CaseResult]:
+    """POST every case at each of its phases and check the expectations."""
+    results: list[CaseResult] = []
+    for case in cases:
+        for phase in phases_of(case, only_phase):
+            body: dict[str, Any] = {"query": case.query, "phase": phase}
+            if case.top_k is not None:
+                body["top_k"] = case.top_k
+            status, payload = await post(body)
+            if status != 200:
+                failures = [f"HTTP {status}: {payload}"]
+            else:
+                failures = check(case, payload)
+                if payload.get("phase") != phase:
+                    failures.append(f"answered by phase {payload.get('phase')} (fallback: {payload.get('fallback_path')})")
+            results.append(CaseResult(case.id, phase, case.query, failures))
+    return results
+
+
+async def _wait_ready(get: Callable[[str], Awaitable[tuple[int, dict[str, Any]]]]) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    last: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        status, last = await get("/ready")
+        if status == 200 and last.get("semantic_ready", True):
+            return
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"service not ready after {READY_TIMEOUT_S:.0f} s: {last}")
+
+
+async def _run_over_http(url: str, cases: list[GoldenCase], phase: int | None) -> list[CaseResult]:
+    import httpx
+
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        async def get(path: str) -> tuple[int, dict[str, Any]]:
+            response = await client.get(path)
+            return response.status_code, response.json()
+
+        async def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+            response = await client.post("/retrieve", json=body)
+            return response.status_code, response.json()
+
+        await _wait_ready(get)
+        return await replay_cases(cases, post, phase)
+
+
+async def _run_in_process(settings: Settings, cases: list[GoldenCase], phase: int | None) -> list[CaseResult]:
+    from litestar.testing import AsyncTestClient
+
+    from service.app import create_app
+
+    app = create_app(settings)
+    async with AsyncTestClient(app=app, timeout=60) as client:
+        async def get(path: str) -> tuple[int, dict[str, Any]]:
+            response = await client.get(path)
+            return response.status_code, response.json()
+
+        async def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+            response = await client.post("/retrieve", json=body)
+            return response.status_code, response.json()
+
+        await _wait_ready(get)
+        return await replay_cases(cases, post, phase)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "replay", help="replay a golden-query file",
+        description="Run every golden case (in-process against the seeded corpus, or against "
+        "a running service with --url); one line per case; exit 1 on any failure.",
+    )
+    p.add_argument("file", type=Path, help="golden YAML file (see service/golden.py)")
+    p.add_argument("--phase", type=int, choices=(1, 2, 3), help="only replay this phase")
+    p.add_argument("--url", help="base URL of a running service, e.g. http://127.0.0.1:8000")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        cases = load_golden(args.file)
+    except GoldenFileError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.url:
+        results = asyncio.run(_run_over_http(args.url, cases, args.phase))
+    else:
+        results = asyncio.run(_run_in_process(settings, cases, args.phase))
+    for result in results:
+        print(result.line())
+    failed = sum(not r.passed for r in results)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0

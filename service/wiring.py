@@ -1,0 +1,116 @@
+"""Builds the retrieval pipeline for the app and hooks it to corpus reloads.
+
+Start-up: the glossary and synonyms are read (a malformed file stops
+start-up), the embedding model directory is checked (a missing model stops
+start-up with its path named), and the weights load in the background.
+After every corpus reload: the keyword indexes are rebuilt in memory, then
+chunks without a current vector are embedded (incremental indexing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from service.ingest.indexer import IndexReport, active_model, index_embeddings
+from service.ingest.tokens import default_model_dir, validate_model_dir
+from service.normalize.lexicon import load_synonyms
+from service.pipeline import Pipeline, SemanticLeg
+from service.scoring.glossary import Glossary, load_glossary
+from service.scoring.semantic import QueryEmbeddingCache
+from service.state import AppState, CorpusSnapshot
+
+log = logging.getLogger(__name__)
+
+SEMANTIC_KEY = "semantic"
+GLOSSARY_FILE = "core_concepts.yaml"
+SYNONYMS_FILE = "synonyms.yaml"
+
+
+@dataclass
+class SemanticStatus:
+    """What /ready and /admin report about phase 3."""
+
+    model_dir: Path
+    model_name: str | None = None
+    loaded: bool = False
+    indexing: bool = False
+    last_index: IndexReport | None = None
+    serving_model: str | None = None
+    """The model queries use: the new one only once its vectors are complete."""
+    error: str | None = None
+    embedder: Any = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def resolve_model_dir(configured: str | None) -> Path:
+    """The model directory, checked now: a missing model fails start-up clearly."""
+    return validate_model_dir(Path(configured).expanduser()) if configured else default_model_dir()
+
+
+def build_pipeline(st: AppState) -> tuple[Pipeline, SemanticStatus]:
+    """Pipeline + semantic status; registers the corpus hook on `st`."""
+    seeds = st.settings.seeds_dir
+    glossary_file = seeds / GLOSSARY_FILE
+    glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
+    synonyms = load_synonyms(seeds / SYNONYMS_FILE)
+    status = SemanticStatus(model_dir=resolve_model_dir(st.settings.embedding_model))
+    pipeline = Pipeline(glossary=glossary, synonyms=synonyms, flags=lambda: st.flags)
+
+    async def on_corpus_loaded(snapshot: CorpusSnapshot) -> None:
+        await asyncio.to_thread(
+            pipeline.load_corpus, snapshot.documents, snapshot.chunks, snapshot.version
+        )
+        await ensure_embeddings(st, pipeline, status)
+
+    st.on_corpus_loaded.append(on_corpus_loaded)
+    return pipeline, status
+
+
+async def load_embedder(status: SemanticStatus) -> Any:
+    """Load the model once (in a thread: torch import and weights take seconds)."""
+    async with status.lock:
+        if status.embedder is None:
+            from service.ingest.embedder import Embedder
+
+            status.embedder = await asyncio.to_thread(Embedder, status.model_dir)
+            status.model_name = status.embedder.model_name
+            status.loaded = True
+    return status.embedder
+
+
+async def ensure_embeddings(st: AppState, pipeline: Pipeline, status: SemanticStatus) -> IndexReport | None:
+    """Embed chunks lacking a vector for the model; attach the semantic leg."""
+    if st.pool is None:
+        return None
+    try:
+        embedder = await load_embedder(status)
+        status.indexing = True
+        report = await index_embeddings(
+            st.pool, embedder, batch_size=st.flags.embedding.batch_size, progress=log.info
+        )
+        status.last_index = report
+        status.serving_model = await active_model(st.pool, embedder.model_name)
+        status.error = None
+        log.info("embeddings: %d embedded, %d reused (%s)", report.embedded, report.reused, report.model)
+    except Exception as err:  # phase 3 stays off; phases 1-2 keep serving
+        status.error = f"{type(err).__name__}: {err}"
+        log.exception("embedding index failed; phase 3 falls back to phase 2")
+        return None
+    finally:
+        status.indexing = False
+    if pipeline.semantic is None:
+
+        async def serving_model() -> str | None:
+            return status.serving_model
+
+        pipeline.semantic = SemanticLeg(
+            embedder=embedder,
+            cache=QueryEmbeddingCache(st.flags.embedding.query_cache_size),
+            pool=lambda: st.pool,
+            model=serving_model,
+        )
+    return report
