@@ -13,8 +13,9 @@ from typing import Any
 
 import msgspec
 
-from service.api.schemas import FallbackStep, OptionOut, RetrievalResult, RetrieveResponse
+from service.api.schemas import FallbackStep, OptionOut, RetrievalResult, RetrieveResponse, Status
 from service.decide import clarify
+from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
 from service.decide.policy import decide, decide_multi_intent
 from service.domain.types import (
     Answer,
@@ -30,15 +31,19 @@ from service.domain.types import (
 from service.flags import Flags
 from service.normalize.lexicon import Synonyms
 from service.normalize.query import TypoSettings, normalize_query
-from service.scoring.chunks import dedupe_per_document
-from service.scoring.glossary import Glossary
-from service.scoring.indexes import CorpusIndexes, build_indexes
-from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
 from service.normalize.text import rewrite_for_embedding
+from service.scoring.chunks import dedupe_per_document
 from service.scoring.fusion import detect_query_type, fusion_method
+from service.scoring.glossary import Glossary
 from service.scoring.hybrid import SemanticSignal, fuse_evidence
+from service.scoring.indexes import CorpusIndexes, build_indexes
 from service.scoring.keyword import KeywordIndex
-from service.scoring.semantic import QueryEmbeddingCache, SemanticHit, embed_query_async, semantic_search
+from service.scoring.semantic import (
+    QueryEmbeddingCache,
+    SemanticHit,
+    embed_query_async,
+    semantic_search,
+)
 
 log = logging.getLogger("service.query")
 
@@ -136,12 +141,17 @@ class SemanticLeg:
         pool = self.pool()
         if pool is None:
             raise ConnectionError("database pool is not available")
-        started = time.perf_counter()
-        vector = await embed_query_async(self.embedder, text, self.cache)
-        embedded = time.perf_counter()
         model = await asyncio.wait_for(self.model(), timeout=flags.timeouts.db_ms / 1000)
         if model is None:
             raise LookupError("no embeddings indexed yet")
+        if model != self.embedder.model_name:
+            # Query and passage vectors must come from the same model: while this
+            # replica's model is still being indexed, phase 2 answers instead
+            # (replicas still running the old model keep serving its vectors).
+            raise LookupError(f"embeddings for {self.embedder.model_name} incomplete (complete: {model})")
+        started = time.perf_counter()
+        vector = await embed_query_async(self.embedder, text, self.cache)
+        embedded = time.perf_counter()
         hits = await asyncio.wait_for(
             semantic_search(
                 pool, vector, model, self.embedder.dim, top_k, category,
@@ -373,6 +383,7 @@ def _respond(
     decision = outcome.decision
     results = [_result(e) for e in decision.results[: ctx.top_k]]
     options = [OptionOut(doc_slug=o.doc_slug, title=o.title, category=o.category) for o in decision.options]
+    status: Status
     match decision:
         case Answer():
             status = "answer"

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_`]*(?=\s+[A-Z\"'(\[`*_])")
 _BLOCK_START = re.compile(r"^\s*(?:$|[-*+]\s|\d{1,9}[.)]\s|#{1,6}\s|\||```|~~~|>)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf", "ch", "fig", "no", "dr", "mr", "mrs", "ms", "st"})
 
@@ -39,7 +40,7 @@ def cut_points(text: str) -> list[int]:
                 points.append(offset + len(line))
         elif fence_match:
             fence = fence_match.group(1)
-        elif line.strip():
+        elif line.strip() and not _HEADING.match(line):  # never end on a heading
             if not line.lstrip().startswith("|"):
                 points.extend(
                     offset + m.end() for m in _SENTENCE_END.finditer(line) if not _after_abbreviation(line, m.end())

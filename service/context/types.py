@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Literal
 
+import msgspec
+
 from service.domain.types import Base
 from service.flags import ContextFlags
 
@@ -60,7 +62,7 @@ class Budget:
         }[name]
 
 
-class Passage(Base):
+class Passage(Base, frozen=True):
     """One retrieved unit with its full text (a chunk, or a whole document in phase 1)."""
 
     doc_slug: str
@@ -71,29 +73,29 @@ class Passage(Base):
     chunk_index: int | None = None
 
 
-class ConceptText(Base):
+class ConceptText(Base, frozen=True):
     term: str
     text: str
 
 
-class UiState(Base):
+class UiState(Base, frozen=True):
     screen: str
     entry: str | None = None
     workspace: str | None = None
     open_panels: tuple[str, ...] = ()
 
 
-class WidgetState(Base):
+class WidgetState(Base, frozen=True):
     widget: str
     summary: str
 
 
-class Message(Base):
+class Message(Base, frozen=True):
     role: Role
     content: str
 
 
-class Citation(Base):
+class Citation(Base, frozen=True):
     """Where a documentation passage came from: `label` is "Title > header path"."""
 
     doc_slug: str
@@ -106,15 +108,15 @@ class Citation(Base):
     trimmed: bool = False
 
 
-class Section(Base):
+class Section(Base, frozen=True):
     name: str
     tokens: int
     budget: int
     text: str
-    citations: list[Citation] = []
+    citations: list[Citation] = msgspec.field(default_factory=list)
 
 
-class Dropped(Base):
+class Dropped(Base, frozen=True):
     """Something left out (`dropped`) or shortened by whole sentences (`trimmed`)."""
 
     section: str
@@ -125,7 +127,7 @@ class Dropped(Base):
     """Tokens removed."""
 
 
-class ContextResult(Base):
+class ContextResult(Base, frozen=True):
     sections: list[Section]
     text: str
     total_tokens: int

@@ -28,7 +28,15 @@ from dataclasses import dataclass
 
 from service.decide import clarify
 from service.decide.policy import distinct_documents, option_of
-from service.domain.types import Answer, Clarify, Decision, Evidence, NoMatch, NormalizedQuery
+from service.domain.types import (
+    Answer,
+    Clarify,
+    Decision,
+    Evidence,
+    NoMatch,
+    NormalizedQuery,
+    Option,
+)
 from service.scoring.hybrid import SemanticSignal
 from service.scoring.keyword_formulas import confidence
 
@@ -91,6 +99,7 @@ def decide_hybrid(
         return NoMatch(message=clarify.NO_MATCH, reason="below_similarity_floor")
     top = fused[0]
     others = distinct_documents(fused, limit=3)
+    options: tuple[Option, ...]
     if len(others) == 1:
         message, options = clarify.single_low_confidence(top), (option_of(top),)
     else:

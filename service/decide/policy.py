@@ -40,7 +40,6 @@ from service.domain.types import (
 from service.normalize.text import lowercase_words, match_key, words
 from service.scoring.keyword_formulas import confidence, matched_term_count
 
-
 # How deep into each part's ranking multi-intent looks for a strong candidate.
 MULTI_INTENT_DEPTH = 5
 

@@ -1,0 +1,154 @@
+"""POST /context: the same retrieval as /retrieve, assembled into a budgeted LLM context.
+
+Tokens are counted with the embedding model's own WordPiece tokenizer
+(all-MiniLM-L6-v2 by default, loaded offline; `tokenizer` in the response
+names it), the same counter the chunker caps chunks with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Annotated, Literal
+
+import msgspec
+from litestar import post
+from litestar.datastructures import State
+from litestar.params import JSONBody
+
+from service.api.retrieve import pipeline_of, validate_request
+from service.api.schemas import MAX_QUERY_CHARS, FallbackStep, OptionOut, RetrieveRequest, Status
+from service.context.builder import build_context
+from service.context.passages import concepts_of, passages_of
+from service.context.types import (
+    Budget,
+    ContextInputs,
+    ContextResult,
+    Dropped,
+    Message,
+    Section,
+    UiState,
+    WidgetState,
+)
+from service.domain.types import Base
+from service.ingest.tokens import get_token_counter, model_name_for
+
+MAX_MESSAGES = 5
+MAX_WIDGETS = 10
+MAX_PANELS = 10
+MAX_BUDGET = 8000
+MAX_BODY_BYTES = 32 * 1024
+"""Room for 5 messages of 2,000 characters plus the UI state (the app default is 16 KiB)."""
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=MAX_BUDGET)]
+
+
+class UiContextIn(Base, frozen=True):
+    """The screen the user is on, e.g. `{"screen": "workspace", "entry": "Thesis"}`."""
+
+    screen: Annotated[str, msgspec.Meta(
+        min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_-]*$",
+        description="dashboard | workspace | note | settings | …",
+    )]
+    entry: Name | None = None
+    workspace: Name | None = None
+    open_panels: Annotated[list[Name], msgspec.Meta(max_length=MAX_PANELS)] = msgspec.field(default_factory=list)
+
+
+class WidgetStateIn(Base, frozen=True):
+    widget: Name
+    summary: Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+
+
+class MessageIn(Base, frozen=True):
+    role: Literal["user", "assistant"]
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
+
+
+class BudgetIn(Base, frozen=True):
+    """Per-request overrides of `flags.yaml` `context:`; omitted keys keep the flag."""
+
+    core_concepts: Positive | None = None
+    retrieved_docs: Positive | None = None
+    ui_context: Positive | None = None
+    widget_states: Positive | None = None
+    recent_messages: Positive | None = None
+    total: Positive | None = None
+    max_chunks_per_doc: Annotated[int, msgspec.Meta(ge=1, le=10)] | None = None
+
+
+class ContextRequest(Base, frozen=True):
+    query: Annotated[str, msgspec.Meta(max_length=4 * MAX_QUERY_CHARS, description="1–500 characters after trimming")]
+    ui_context: UiContextIn | None = None
+    widget_states: Annotated[list[WidgetStateIn], msgspec.Meta(max_length=MAX_WIDGETS)] = msgspec.field(
+        default_factory=list
+    )
+    recent_messages: Annotated[list[MessageIn], msgspec.Meta(
+        max_length=MAX_MESSAGES, description="The last 3–5 chat turns, oldest first (at most 5)",
+    )] = msgspec.field(default_factory=list)
+    budget: BudgetIn | None = None
+
+
+class ContextResponse(Base, frozen=True):
+    status: Status
+    message: str
+    options: list[OptionOut]
+    confidence: float
+    phase: int
+    fallback_path: list[FallbackStep]
+    request_id: str
+    sections: list[Section]
+    total_tokens: int
+    total_budget: int
+    text: str
+    dropped: list[Dropped]
+    tokenizer: str
+    latency_ms: float
+    """Retrieval plus assembly."""
+
+
+def _inputs(data: ContextRequest) -> tuple[UiState | None, tuple[WidgetState, ...], tuple[Message, ...]]:
+    ui = data.ui_context
+    state = None if ui is None else UiState(
+        screen=ui.screen, entry=ui.entry, workspace=ui.workspace, open_panels=tuple(ui.open_panels)
+    )
+    widgets = tuple(WidgetState(widget=w.widget, summary=w.summary) for w in data.widget_states)
+    messages = tuple(Message(role=m.role, content=m.content) for m in data.recent_messages)
+    return state, widgets, messages
+
+
+def _assemble(inputs: ContextInputs, budget: Budget) -> ContextResult:
+    """Blocking: loads the tokenizer once per process (~50 ms), then counts."""
+    counter = get_token_counter()
+    tokenizer = f"{model_name_for(counter.model_dir)} WordPiece (Hugging Face tokenizers)"
+    return build_context(inputs, budget, counter.count, tokenizer)
+
+
+@post("/context", summary="Budgeted LLM context: core concepts, documentation, UI state",
+      status_code=200, request_max_body_size=MAX_BODY_BYTES)
+async def context(data: JSONBody[ContextRequest], state: State) -> ContextResponse:
+    started = time.perf_counter()
+    params = validate_request(RetrieveRequest(query=data.query))
+    overrides = msgspec.structs.asdict(data.budget) if data.budget else None
+    pipeline = pipeline_of(state)
+    budget = Budget.from_flags(pipeline.flags().context, overrides)
+    decision = await pipeline.run_request(params)
+    ui, widgets, messages = _inputs(data)
+    inputs = ContextInputs(
+        status=decision.status, message=decision.message,
+        passages=passages_of(decision.results, pipeline.indexes),
+        options=tuple(f"{o.title} ({o.category})" for o in decision.options),
+        concepts=concepts_of(pipeline.glossary.concepts), ui=ui, widgets=widgets, messages=messages,
+    )
+    result = await asyncio.to_thread(_assemble, inputs, budget)
+    return ContextResponse(
+        status=decision.status, message=decision.message, options=decision.options,
+        confidence=decision.confidence, phase=decision.phase, fallback_path=decision.fallback_path,
+        request_id=decision.request_id, sections=result.sections, total_tokens=result.total_tokens,
+        total_budget=result.total_budget, text=result.text, dropped=result.dropped,
+        tokenizer=result.tokenizer, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+
+
+ROUTES: list[object] = [context]

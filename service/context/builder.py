@@ -1,0 +1,255 @@
+"""Phase 4: the token-budgeted context block the chat LLM consumes (pure, no I/O).
+
+Sections, in this order: Core concepts (always) · Relevant documentation ·
+UI context · Widget states · Recent messages. Each section's token count
+includes its `## Name` heading and stays within its budget; the assembled text
+(sections joined by blank lines) stays within the total.
+
+Fitting, in order (every removal is reported in `dropped`):
+1. Documentation: passages best-scored first; more than `max_chunks_per_doc`
+   passages of one document are dropped (`per_document_cap`).
+2. Each section within its own budget (`section_budget`): documentation drops
+   its lowest-scored passage, recent messages their oldest message, the other
+   sections their last item; a section's last remaining item is shortened by
+   whole sentences from its end, or dropped when not even one sentence fits.
+3. The total (`total_budget`): drop the lowest-scored passages down to the best
+   one, then the oldest messages down to the newest, then shorten (or drop) the
+   best passage, then the newest message, then widget states, UI context and
+   core concepts from their ends; a clarification goes last.
+On `clarify`, `no_match` and `disabled` the documentation section carries the
+clarification text (and its options) and no documentation at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+
+from service.context.sentences import longest_fitting_prefix
+from service.context.types import (
+    CORE_CONCEPTS,
+    DOCUMENTATION,
+    RECENT_MESSAGES,
+    UI_CONTEXT,
+    WIDGET_STATES,
+    Budget,
+    Citation,
+    ContextInputs,
+    ContextResult,
+    Dropped,
+    DropReason,
+    Passage,
+    Section,
+)
+from service.normalize.text import clean
+
+Counter = Callable[[str], int]
+SECTION_JOINER = "\n\n"
+
+
+@dataclass(frozen=True)
+class _Item:
+    key: str
+    """How `dropped` names the item."""
+    body: str
+    """The part that may be shortened by whole sentences."""
+    head: str = ""
+    """A first line that is never shortened (a passage's citation)."""
+    passage: Passage | None = None
+    trimmed: bool = False
+
+    def render(self) -> str:
+        return f"{self.head}\n{self.body}" if self.head else self.body
+
+
+@dataclass
+class _Section:
+    name: str
+    budget: int
+    items: list[_Item]
+    joiner: str = "\n"
+    oldest_first: bool = False
+    """Over budget, drop the first item (oldest message) instead of the last."""
+
+    def text(self, items: list[_Item] | None = None) -> str:
+        chosen = self.items if items is None else items
+        if not chosen:
+            return ""
+        return f"## {self.name}\n" + self.joiner.join(i.render() for i in chosen)
+
+
+@dataclass
+class _Fitter:
+    count: Counter
+    dropped: list[Dropped] = field(default_factory=list)
+
+    def tokens(self, section: _Section) -> int:
+        return self.count(section.text())
+
+    def drop(self, section: _Section, index: int, reason: DropReason) -> None:
+        item = section.items.pop(index)
+        self.dropped.append(Dropped(
+            section=section.name, item=item.key, action="dropped", reason=reason,
+            tokens=self.count(item.render()),
+        ))
+
+    def shorten(self, section: _Section, index: int, limit: int, reason: DropReason) -> None:
+        """Cut the item by whole sentences until the section fits `limit`; else drop it."""
+        item = section.items[index]
+
+        def fits(candidate: str) -> bool:
+            trial = [*section.items[:index], replace(item, body=candidate), *section.items[index + 1 :]]
+            return self.count(section.text(trial)) <= limit
+
+        shorter = longest_fitting_prefix(item.body, fits)
+        if not shorter or shorter == item.body.rstrip():
+            self.drop(section, index, reason)
+            return
+        section.items[index] = replace(item, body=shorter, trimmed=True)
+        self.dropped.append(Dropped(
+            section=section.name, item=item.key, action="trimmed", reason=reason,
+            tokens=self.count(item.render()) - self.count(section.items[index].render()),
+        ))
+
+    def fit_section(self, section: _Section) -> None:
+        while section.items and self.tokens(section) > section.budget:
+            if len(section.items) > 1:
+                self.drop(section, 0 if section.oldest_first else -1, "section_budget")
+            else:
+                self.shorten(section, 0, section.budget, "section_budget")
+
+
+def citation_label(passage: Passage) -> str:
+    """ "Title > header path" (the chunker's header path already starts with the title)."""
+    path = passage.header_path
+    if not path:
+        return passage.title
+    return path if path == passage.title or path.startswith(passage.title + " > ") else f"{passage.title} > {path}"
+
+
+def _passage_key(passage: Passage) -> str:
+    where = passage.doc_slug if passage.chunk_index is None else f"{passage.doc_slug}#{passage.chunk_index}"
+    return f"{citation_label(passage)} ({where})"
+
+
+def _documentation(inputs: ContextInputs, budget: Budget, fitter: _Fitter) -> _Section:
+    section = _Section(DOCUMENTATION, budget.retrieved_docs, [], joiner=SECTION_JOINER)
+    if inputs.status != "answer":
+        text = (
+            f"No documentation is included (retrieval status: {inputs.status}). "
+            f"Ask the user this instead of guessing: {inputs.message}"
+        )
+        if inputs.options:
+            text += "\nOptions: " + "; ".join(inputs.options)
+        section.items.append(_Item(key="clarification", body=text))
+        return section
+    per_doc: dict[str, int] = {}
+    seen: set[tuple[str, int | None]] = set()
+    ranked = sorted(enumerate(inputs.passages), key=lambda p: (-p[1].score, p[0]))
+    for _, passage in ranked:
+        if (passage.doc_slug, passage.chunk_index) in seen:
+            continue
+        seen.add((passage.doc_slug, passage.chunk_index))
+        item = _Item(
+            key=_passage_key(passage), body=passage.text.strip(), passage=passage,
+            head=f"Source: {citation_label(passage)} ({passage.doc_slug})",
+        )
+        per_doc[passage.doc_slug] = per_doc.get(passage.doc_slug, 0) + 1
+        if per_doc[passage.doc_slug] > budget.max_chunks_per_doc:
+            fitter.dropped.append(Dropped(
+                section=DOCUMENTATION, item=item.key, action="dropped", reason="per_document_cap",
+                tokens=fitter.count(item.render()),
+            ))
+            continue
+        section.items.append(item)
+    return section
+
+
+def _multiline(text: str) -> str:
+    """User-supplied text: control characters out, line breaks kept, blank runs folded."""
+    return "\n".join(line for line in (clean(part) for part in text.split("\n")) if line)
+
+
+def _sections(inputs: ContextInputs, budget: Budget, fitter: _Fitter) -> list[_Section]:
+    concepts = [_Item(key=c.term, body=f"- {c.term}: {c.text}") for c in inputs.concepts]
+    ui: list[_Item] = []
+    if inputs.ui is not None:
+        state = inputs.ui
+        fields = [("screen", "Screen", state.screen), ("entry", "Entry", state.entry),
+                  ("workspace", "Workspace", state.workspace),
+                  ("open_panels", "Open panels", ", ".join(clean(p) for p in state.open_panels))]
+        ui = [_Item(key=key, body=f"{label}: {clean(value)}") for key, label, value in fields if value and clean(value)]
+    widgets = [_Item(key=w.widget, body=f"- {clean(w.widget)}: {_multiline(w.summary)}") for w in inputs.widgets]
+    total = len(inputs.messages)
+    messages = [
+        _Item(key=f"message {n} of {total} ({m.role})", body=f"{m.role}: {_multiline(m.content)}")
+        for n, m in enumerate(inputs.messages, start=1)
+    ]
+    return [
+        _Section(CORE_CONCEPTS, budget.core_concepts, concepts),
+        _documentation(inputs, budget, fitter),
+        _Section(UI_CONTEXT, budget.ui_context, ui),
+        _Section(WIDGET_STATES, budget.widget_states, widgets),
+        _Section(RECENT_MESSAGES, budget.recent_messages, messages, oldest_first=True),
+    ]
+
+
+def _assemble(sections: list[_Section]) -> str:
+    return SECTION_JOINER.join(t for t in (s.text() for s in sections) if t)
+
+
+def _total_steps(sections: list[_Section], answer: bool) -> Iterator[tuple[_Section, int]]:
+    """(section, items to keep) in the order the total budget takes from them."""
+    concepts, docs, ui, widgets, messages = sections
+    if answer:
+        yield docs, 1
+    yield messages, 1
+    if answer:
+        yield docs, 0
+    yield from ((messages, 0), (widgets, 0), (ui, 0), (concepts, 0), (docs, 0))
+
+
+def _fit_total(sections: list[_Section], total: int, answer: bool, fitter: _Fitter) -> None:
+    def overflow() -> int:
+        return fitter.count(_assemble(sections)) - total
+
+    for section, keep in _total_steps(sections, answer):
+        while len(section.items) > keep and (over := overflow()) > 0:
+            if len(section.items) > 1:
+                fitter.drop(section, 0 if section.oldest_first else -1, "total_budget")
+            else:
+                fitter.shorten(section, 0, max(fitter.tokens(section) - over, 0), "total_budget")
+
+
+def _citations(section: _Section, count: Counter) -> list[Citation]:
+    return [
+        Citation(
+            doc_slug=i.passage.doc_slug, title=i.passage.title, label=citation_label(i.passage),
+            score=i.passage.score, tokens=count(i.render()), header_path=i.passage.header_path,
+            chunk_index=i.passage.chunk_index, trimmed=i.trimmed,
+        )
+        for i in section.items
+        if i.passage is not None
+    ]
+
+
+def build_context(inputs: ContextInputs, budget: Budget, count: Counter, tokenizer: str) -> ContextResult:
+    """Assemble the budgeted context; `count` is the tokenizer named by `tokenizer`."""
+    fitter = _Fitter(count)
+    sections = _sections(inputs, budget, fitter)
+    for section in sections:
+        fitter.fit_section(section)
+    _fit_total(sections, budget.total, inputs.status == "answer", fitter)
+    text = _assemble(sections)
+    return ContextResult(
+        sections=[
+            Section(name=s.name, tokens=fitter.tokens(s), budget=s.budget, text=s.text(),
+                    citations=_citations(s, count))
+            for s in sections
+        ],
+        text=text,
+        total_tokens=count(text),
+        total_budget=budget.total,
+        dropped=fitter.dropped,
+        tokenizer=tokenizer,
+    )
