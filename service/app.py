@@ -10,7 +10,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ControllerRouterHandler
 
-from service.api import admin, health, retrieve
+from service.api import admin, context, health, retrieve
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.retrieve import PIPELINE_KEY
 from service.db.migrate import latest_version
@@ -41,7 +41,8 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
     )
     return Litestar(
         route_handlers=[health.health, health.ready, *admin.ROUTES,
-                        *cast("list[ControllerRouterHandler]", retrieve.ROUTES)],
+                        *cast("list[ControllerRouterHandler]", retrieve.ROUTES),
+                        *cast("list[ControllerRouterHandler]", context.ROUTES)],
         lifespan=[lifespan],
         state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, SEMANTIC_KEY: semantic}),
         openapi_config=OpenAPIConfig(

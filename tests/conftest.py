@@ -17,6 +17,10 @@ Fixtures (all integration tests should use these, never mocks):
   in a temp dir, safe to edit.
 - `paragraph_chunker`: a fast stand-in chunker (one chunk per paragraph).
 - `table_dump`: `await table_dump(pool)` → every corpus row as JSON text.
+- `service_client` (session, async): the real app (real seeds, embeddings,
+  admin token `ADMIN_TOKEN_FOR_TESTS`) behind Litestar's AsyncTestClient on
+  its own database, ready including phase 3. Shared by many tests: do not
+  change its flags or corpus; build your own app for tests that mutate.
 """
 
 from __future__ import annotations
@@ -90,21 +94,69 @@ async def _ensure_template(server: PgServer) -> None:
     _template_ready.add(server.admin_dsn)
 
 
-@pytest.fixture
-async def db_url(pg_server: PgServer) -> AsyncIterator[str]:
-    await _ensure_template(pg_server)
+async def _create_database(server: PgServer) -> str:
+    await _ensure_template(server)
     name = f"test_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(pg_server.admin_dsn)
+    conn = await asyncpg.connect(server.admin_dsn)
     try:
         await conn.execute(f'create database "{name}" template "{TEMPLATE_DB}"')
     finally:
         await conn.close()
-    yield pg_server.dsn(name)
-    conn = await asyncpg.connect(pg_server.admin_dsn)
+    return name
+
+
+async def _drop_database(server: PgServer, name: str) -> None:
+    conn = await asyncpg.connect(server.admin_dsn)
     try:
         await conn.execute(f'drop database if exists "{name}" with (force)')
     finally:
         await conn.close()
+
+
+@pytest.fixture
+async def db_url(pg_server: PgServer) -> AsyncIterator[str]:
+    name = await _create_database(pg_server)
+    yield pg_server.dsn(name)
+    await _drop_database(pg_server, name)
+
+
+ADMIN_TOKEN_FOR_TESTS = "shared-test-admin-token-0123456789"
+READY_TIMEOUT_S = 240.0
+
+
+async def wait_until_ready(client: Any, semantic: bool = True) -> dict[str, Any]:
+    """Poll /ready until the corpus (and, by default, phase 3) can answer."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    body: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        response = await client.get("/ready")
+        body = response.json()
+        if response.status_code == 200 and (body.get("semantic_ready") or not semantic):
+            return body
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"service not ready: {body}")
+
+
+@pytest.fixture(scope="session")
+async def service_client(pg_server: PgServer) -> AsyncIterator[Any]:
+    from litestar.testing import AsyncTestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    name = await _create_database(pg_server)
+    settings = Settings(
+        database_url=pg_server.dsn(name), admin_token=ADMIN_TOKEN_FOR_TESTS,
+        seeds_dir=PROJECT_ROOT / "seeds", flags_file=PROJECT_ROOT / "flags.yaml",
+        migrations_dir=MIGRATIONS_DIR, db_connect_timeout=30,
+    )
+    async with AsyncTestClient(app=create_app(settings), timeout=60) as client:
+        await wait_until_ready(client)
+        yield client
+    await _drop_database(pg_server, name)
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
-from service.api import context as context_api
 from service.app import create_app
 from service.ingest.tokens import get_token_counter
 from service.settings import PROJECT_ROOT, Settings
@@ -21,13 +20,10 @@ Client = AsyncTestClient[Litestar]
 
 
 def _app(db_url: str, seeds: Path) -> Litestar:
-    app = create_app(Settings(
+    return create_app(Settings(
         database_url=db_url, seeds_dir=seeds, migrations_dir=PROJECT_ROOT / "migrations",
         flags_file=PROJECT_ROOT / "flags.yaml", db_connect_timeout=10,
     ))
-    if not any(route.path == "/context" for route in app.routes):  # until the lead adds the route
-        app.register(context_api.context)
-    return app
 
 
 async def _wait_ready(client: Client) -> None:
