@@ -16,14 +16,18 @@ _APOSTROPHES = re.compile(r"['\u2019\u02bc]")
 
 
 def clean(raw: str) -> str:
-    """NFKC-normalise, turn control/format characters into spaces, trim.
+    """NFKC-normalise, drop invisible format characters, turn controls into spaces, trim.
 
-    Control characters (NUL, escapes, bidi overrides) carry no meaning in a
-    query and could corrupt logs, so they are removed before anything else.
+    Control characters (NUL, escapes) and format characters (zero-width
+    spaces, bidi overrides) carry no meaning in a query and could corrupt
+    logs.  Controls become spaces (they separate words, like tabs); format
+    characters are invisible inside words ("work\u200bspace"), so they vanish.
     """
     text = unicodedata.normalize("NFKC", raw)
     kept = [
-        " " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") or ch.isspace() else ch
+        "" if unicodedata.category(ch) == "Cf"
+        else " " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch.isspace()
+        else ch
         for ch in text
     ]
     return " ".join("".join(kept).split())

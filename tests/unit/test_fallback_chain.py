@@ -1,0 +1,96 @@
+"""The fallback chain inside one request: phase 3 → 2 → 1 → Tier-1 cache → generic."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from service.decide import clarify
+from service.domain.types import Chunk, Document
+from service.flags import Flags, apply_overrides
+from service.normalize.lexicon import Synonyms
+from service.pipeline import Pipeline, RetrieveParams, SemanticLeg
+from service.scoring.glossary import Glossary, load_glossary
+from service.scoring.semantic import QueryEmbeddingCache
+
+SEEDS = Path(__file__).resolve().parents[2] / "seeds"
+DOC = Document(
+    slug="concepts/workspace", category="concepts", title="Workspace", keywords=("canvas",),
+    content="A workspace groups notes on a canvas.", content_hash="h",
+)
+CHUNK = Chunk(
+    doc_slug=DOC.slug, category=DOC.category, title=DOC.title, header_path="Workspace > Basics",
+    chunk_index=0, content=DOC.content, keywords=DOC.keywords, chunk_hash="c", token_count=8,
+)
+
+
+class BrokenLeg(SemanticLeg):
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> Any:
+        raise ConnectionError("connection refused")
+
+
+class SlowLeg(SemanticLeg):
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> Any:
+        await asyncio.sleep(5)
+
+
+def _pipeline(flags: Flags, loaded: bool = True) -> Pipeline:
+    glossary = Glossary(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
+    pipeline = Pipeline(glossary=glossary, synonyms=Synonyms(), flags=lambda: flags)
+    if loaded:
+        pipeline.load_corpus([DOC], [CHUNK], version=1)
+    return pipeline
+
+
+def _leg(cls: type[SemanticLeg]) -> SemanticLeg:
+    async def model() -> str:
+        return "m"
+
+    return cls(embedder=None, cache=QueryEmbeddingCache(), pool=lambda: object(), model=model)
+
+
+async def test_failing_phase_three_falls_back_to_phase_two_in_the_same_request() -> None:
+    pipeline = _pipeline(Flags())
+    pipeline.semantic = _leg(BrokenLeg)
+    response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
+    assert response.status == "answer" and response.phase == 2
+    assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "ConnectionError: connection refused")]
+    assert response.results[0].header_path == "Workspace > Basics"
+
+
+async def test_slow_phase_is_passed_over_after_its_timeout() -> None:
+    flags = apply_overrides(Flags(), {"timeouts.phase_ms": 50})
+    pipeline = _pipeline(flags)
+    pipeline.semantic = _leg(SlowLeg)
+    response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
+    assert response.phase == 2
+    assert response.fallback_path[0].reason == "timeout after 50 ms"
+
+
+async def test_without_a_corpus_the_cache_answers_explain_questions() -> None:
+    pipeline = _pipeline(Flags(), loaded=False)
+    response = await pipeline.run_request(RetrieveParams(query="what is a workspace?"))
+    assert response.status == "answer" and response.phase == 0
+    assert response.results[0].source == "cache" and response.results[0].doc_slug == "concepts/workspace"
+    assert [s.tier for s in response.fallback_path] == ["phase3", "phase2", "phase1"]
+
+
+async def test_when_every_tier_fails_the_generic_reply_is_given() -> None:
+    pipeline = _pipeline(Flags(), loaded=False)
+    response = await pipeline.run_request(RetrieveParams(query="open my quick links"))
+    assert response.status == "no_match" and response.message == clarify.GENERIC
+    assert [s.tier for s in response.fallback_path] == ["phase3", "phase2", "phase1", "cache"]
+
+
+async def test_disabled_retrieval_answers_200_with_the_generic_reply() -> None:
+    pipeline = _pipeline(apply_overrides(Flags(), {"enabled": False}))
+    response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
+    assert response.status == "disabled" and response.message == clarify.GENERIC and response.results == []
+
+
+async def test_operator_phase_caps_the_client_phase() -> None:
+    pipeline = _pipeline(apply_overrides(Flags(), {"phase": 1}))
+    pipeline.semantic = _leg(BrokenLeg)
+    response = await pipeline.run_request(RetrieveParams(query="explain workspace", phase_cap=3))
+    assert response.phase == 1 and response.fallback_path == []

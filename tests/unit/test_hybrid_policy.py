@@ -1,0 +1,93 @@
+"""Phase 3 decisions: neighbours count only when close; ambiguity survives fusion."""
+
+from __future__ import annotations
+
+from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
+from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery, Option
+from service.scoring.fusion import FusionMethod
+from service.scoring.hybrid import SemanticSignal, fuse_evidence
+from service.scoring.semantic import SemanticHit
+
+T = SemanticThresholds(similarity_floor=0.40, answer_similarity=0.55, margin=0.04)
+Q = NormalizedQuery(raw="how do I find my notes?", tokens=("find", "notes"), phrase="find notes")
+
+
+def ev(slug: str, score: float, index: int = 0) -> Evidence:
+    return Evidence(
+        doc_slug=slug, title=slug.split("/")[1].title(), category=slug.split("/")[0], snippet="s",
+        score=score, content_hash="h", matched_terms=("notes",), source="hybrid", chunk_index=index,
+        raw_score=4, title_or_keyword_hit=True,
+    )
+
+
+def hit(slug: str, similarity: float, index: int = 0) -> SemanticHit:
+    return SemanticHit(
+        chunk_id=f"{slug}#{index}", doc_slug=slug, chunk_index=index, category=slug.split("/")[0],
+        title=slug.split("/")[1].title(), header_path="H", content="text", keywords=(),
+        chunk_hash="c", similarity=similarity,
+    )
+
+
+FUSED = [ev("concepts/notes", 0.9), ev("concepts/workspace", 0.6)]
+
+
+def test_signal_margin_is_against_another_document() -> None:
+    signal = SemanticSignal.of([hit("a/x", 0.7), hit("a/x", 0.69, 1), hit("b/y", 0.6)])
+    assert signal.top_doc == "a/x" and round(signal.margin, 3) == 0.1
+
+
+def test_keyword_answer_stays_an_answer_with_its_page_first() -> None:
+    keyword = Answer(results=(ev("concepts/workspace", 5.0),), confidence=0.8)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.3, 0.0, None), Q, T)
+    assert isinstance(decision, Answer) and decision.results[0].doc_slug == "concepts/workspace"
+
+
+def test_keyword_ambiguity_survives_a_confident_neighbour() -> None:
+    options = (Option(doc_slug="concepts/workspace", title="W", category="concepts"),
+               Option(doc_slug="concepts/notes", title="N", category="concepts"))
+    keyword = Clarify(results=(), confidence=0.1, message="Do you mean W or N?", options=options, reason="small_gap")
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.8, 0.2, "concepts/notes"), Q, T)
+    assert isinstance(decision, Clarify) and decision.message == "Do you mean W or N?"
+    assert [e.doc_slug for e in decision.results[:2]] == ["concepts/workspace", "concepts/notes"]
+
+
+def test_confident_neighbour_turns_a_weak_match_into_an_answer() -> None:
+    keyword = Clarify(results=(), confidence=0.1, message="weak", options=(), reason="no_title_or_keyword_hit")
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.7, 0.1, "concepts/notes"), Q, T)
+    assert isinstance(decision, Answer) and decision.reason == "semantic_confident"
+
+
+def test_far_neighbours_are_not_evidence() -> None:
+    keyword = NoMatch(message="Which part should I explain?", reason="out_of_domain")
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.25, 0.02, "concepts/notes"), Q, T)
+    assert isinstance(decision, NoMatch) and decision.reason == "below_similarity_floor"
+
+
+def test_plausible_but_unsure_neighbour_asks() -> None:
+    keyword = NoMatch(message="Which part should I explain?", reason="no_match")
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.5, 0.01, "concepts/notes"), Q, T)
+    assert isinstance(decision, Clarify)
+    assert decision.message.startswith("I'm not sure which feature you mean. Are you asking about Notes?")
+
+
+def test_no_content_words_is_no_match_whatever_the_neighbours() -> None:
+    empty = NormalizedQuery(raw="how do I do it", tokens=(), phrase="")
+    keyword = NoMatch(message="Which part should I explain?", reason="no_match")
+    assert isinstance(decide_hybrid(FUSED, keyword, SemanticSignal(0.9, 0.5, "x/y"), empty, T), NoMatch)
+
+
+def test_fused_evidence_covers_both_legs_and_explains_weights() -> None:
+    keyword = [ev("concepts/notes", 2.0), ev("actions/notes", 1.0)]
+    hits = [hit("concepts/workspace", 0.7), hit("concepts/notes", 0.6)]
+    fused = fuse_evidence(
+        keyword, hits, method=FusionMethod.weighted, weights=(0.3, 0.7), query_type="mixed",
+        rrf_k=60, doc_info=lambda slug: ("doc-hash", "summary"),
+    )
+    by_slug = {e.doc_slug: e for e in fused}
+    # notes: 0.3 × 1.0 + 0.7 × 0.0 = 0.3; workspace: 0.7 × 1.0 = 0.7; actions: 0.3 × 0 + 0 = 0.
+    assert by_slug["concepts/workspace"].score == 0.7
+    assert by_slug["concepts/notes"].score == 0.3
+    assert [e.doc_slug for e in fused][0] == "concepts/workspace"
+    assert all(e.source == "hybrid" for e in fused)
+    assert "0.3 × keyword" in by_slug["concepts/notes"].match_explain[-1]
+    assert by_slug["concepts/workspace"].content_hash == "doc-hash"  # built from the hit
