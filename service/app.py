@@ -10,7 +10,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ControllerRouterHandler
 
-from service.api import admin, context, health, retrieve
+from service.api import admin, admin_index, context, health, retrieve
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.retrieve import PIPELINE_KEY
 from service.db.migrate import latest_version
@@ -40,7 +40,7 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
         else None  # closed by default: no CORS headers at all
     )
     return Litestar(
-        route_handlers=[health.health, health.ready, *admin.ROUTES,
+        route_handlers=[health.health, health.ready, *admin.ROUTES, *admin_index.ROUTES,
                         *cast("list[ControllerRouterHandler]", retrieve.ROUTES),
                         *cast("list[ControllerRouterHandler]", context.ROUTES)],
         lifespan=[lifespan],

@@ -53,9 +53,16 @@ def passage_context(header_path: str | None, title: str) -> str:
     return header_path or title
 
 
+# Bump when the way passages are turned into model input changes (context
+# format, windowing): every stored vector then no longer matches and is
+# re-embedded on the next indexing run (the "schema version bump" trigger).
+EMBEDDING_INPUT_VERSION = 1
+
+
 def input_hash(context: str, content: str) -> str:
-    """MD5 of the exact model input, so a renamed heading also re-embeds."""
-    return hashlib.md5(f"{context}\n{content}".encode()).hexdigest()
+    """MD5 of the exact model input and its format version, so a renamed heading
+    or a new input format also re-embeds."""
+    return hashlib.md5(f"v{EMBEDDING_INPUT_VERSION}\n{context}\n{content}".encode()).hexdigest()
 
 
 _PENDING_SQL = """

@@ -113,3 +113,14 @@ async def test_non_json_and_oversized_bodies_are_4xx(service_client: Any) -> Non
     assert response.status_code == 400
     response = await service_client.post("/retrieve", content=b'{"query": "' + b"a" * 20_000 + b'"}')
     assert response.status_code == 413
+
+
+async def test_reindex_requires_the_token_and_reports_counts(service_client: Any) -> None:
+    from tests.conftest import ADMIN_TOKEN_FOR_TESTS
+
+    assert (await service_client.post("/admin/reindex")).status_code == 401
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
+    response = await service_client.post("/admin/reindex", json={}, headers=headers)
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert report["embedded"] == 0 and report["reused"] == report["total"] > 100

@@ -1,0 +1,57 @@
+"""`POST /admin/reindex`: embed what is missing, or (full) re-embed every chunk."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import post
+from litestar.datastructures import State
+from litestar.exceptions import ServiceUnavailableException
+from litestar.openapi import ResponseSpec
+from litestar.params import Body
+
+from service.api.auth import admin_guard
+from service.api.errors import ErrorBody
+from service.api.retrieve import pipeline_of
+from service.domain.types import Base
+from service.ingest.indexer import IndexReport
+from service.state import get_state
+from service.wiring import SEMANTIC_KEY, SemanticStatus, ensure_embeddings, load_embedder
+
+_ERRORS = {
+    401: ResponseSpec(data_container=ErrorBody, description="Missing or malformed token"),
+    403: ResponseSpec(data_container=ErrorBody, description="Wrong token or admin disabled"),
+    503: ResponseSpec(data_container=ErrorBody, description="Database or model not ready"),
+}
+
+
+class ReindexRequest(Base, frozen=True):
+    full: bool = False
+    """Re-embed every chunk (the old vectors keep serving until replaced)."""
+
+
+@post("/admin/reindex", guards=[admin_guard], status_code=200, responses=_ERRORS,
+      summary="Embed chunks lacking a current vector (or all of them with full=true)")
+async def admin_reindex(
+    state: State,
+    data: Annotated[ReindexRequest | None, Body(description="optional; {} or {\"full\": true}")] = None,
+) -> IndexReport:
+    st = get_state(state)
+    status: SemanticStatus = state[SEMANTIC_KEY]
+    if st.pool is None:
+        raise ServiceUnavailableException("the database is not ready yet")
+    if data is not None and data.full:
+        embedder = await load_embedder(status)
+        # Marking the inputs stale makes every row pending without deleting it,
+        # so phase 3 keeps answering from the current vectors meanwhile.
+        await st.pool.execute(
+            "update chunk_embeddings set input_hash = 'stale' where model = $1", embedder.model_name
+        )
+    report = await ensure_embeddings(st, pipeline_of(state), status)
+    if report is None:
+        raise ServiceUnavailableException(f"indexing failed: {status.error}")
+    return report
+
+
+ROUTES = [admin_reindex]
+
