@@ -178,11 +178,25 @@ def _add_replay(sub: SubParsers) -> None:
     replay.add_parser(sub)
 
 
+def _add_load(sub: SubParsers) -> None:
+    from service import loadgen
+
+    loadgen.add_parser(sub)
+
+
+def _add_eval(sub: SubParsers) -> None:
+    from service.evaluation import command
+
+    command.add_parser(sub)
+
+
 COMMANDS: dict[str, Registrar] = {
     "serve": _add_serve,
     "migrate": _add_migrate,
     "seed": _add_seed,
     "replay": _add_replay,
+    "eval": _add_eval,
+    "load": _add_load,
     # "eval": ..., "bench": ...  (added by later issues)
 }
 

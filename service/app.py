@@ -10,13 +10,15 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ControllerRouterHandler
 
-from service.api import admin, admin_index, context, health, retrieve
+from service.api import admin, admin_index, console, context, health, ops, retrieve
 from service.api.errors import EXCEPTION_HANDLERS
+from service.api.openapi import StrictStructSchemaPlugin
 from service.api.retrieve import PIPELINE_KEY
 from service.db.migrate import latest_version
-from service.flags import load_flags
+from service.flags import Flags
 from service.ingest.seeder import Chunker, default_chunker
 from service.lifespan import lifespan
+from service.operations import OPS_KEY, Operations, build_operations
 from service.settings import Settings
 from service.state import STATE_KEY, AppState
 from service.wiring import SEMANTIC_KEY, build_pipeline
@@ -26,29 +28,52 @@ MAX_BODY_BYTES = 16 * 1024  # a query is at most a few hundred characters
 
 def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litestar:
     """Build the ASGI app. Bad flags.yaml or migrations stop here, before serving."""
-    flags = load_flags(settings.flags_file)
+    operations = build_operations(settings.flags_file)  # FlagError names a bad key
+    flags = operations.flags()
     st = AppState(
         settings=settings,
         flags=flags,
         chunker=chunker or default_chunker(flags.chunking.max_tokens),
         expected_migration=latest_version(settings.migrations_dir),
     )
-    pipeline, semantic = build_pipeline(st)
+    _connect_operations(st, operations)
+    pipeline, semantic = build_pipeline(st, operations)
     cors = (
         CORSConfig(allow_origins=list(settings.cors_allow_origins))
         if settings.cors_allow_origins
         else None  # closed by default: no CORS headers at all
     )
     return Litestar(
-        route_handlers=[health.health, health.ready, *admin.ROUTES, *admin_index.ROUTES,
+        route_handlers=[health.health, health.ready, *admin.ROUTES, *admin_index.ROUTES, *ops.ROUTES,
                         *cast("list[ControllerRouterHandler]", retrieve.ROUTES),
-                        *cast("list[ControllerRouterHandler]", context.ROUTES)],
+                        *cast("list[ControllerRouterHandler]", context.ROUTES),
+                        *cast("list[ControllerRouterHandler]", console.ROUTES)],
         lifespan=[lifespan],
-        state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, SEMANTIC_KEY: semantic}),
+        state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, SEMANTIC_KEY: semantic,
+                     OPS_KEY: operations}),
         openapi_config=OpenAPIConfig(
             title="Documentation retrieval service", version="0.1.0", path="/schema"
         ),
         request_max_body_size=MAX_BODY_BYTES,
         exception_handlers=EXCEPTION_HANDLERS,
         cors_config=cors,
+        plugins=[StrictStructSchemaPlugin()],  # additionalProperties: false where enforced
     )
+
+
+def _connect_operations(st: AppState, operations: Operations) -> None:
+    """Runtime flags follow the store; the store starts and stops with the pool."""
+
+    def on_change(flags: Flags) -> None:
+        st.flags = flags
+
+    async def start(dsn: str) -> None:
+        await operations.store.start(dsn)
+
+    async def stop() -> None:
+        await operations.store.stop()
+        operations.telemetry.shutdown()
+
+    operations.store.on_change = on_change
+    st.on_pool_ready.append(start)
+    st.on_shutdown.append(stop)

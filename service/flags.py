@@ -85,6 +85,17 @@ class FusionFlags(_Flags, frozen=True):
     weights: FusionWeights = FusionWeights()
 
 
+class LexicalFlags(_Flags, frozen=True):
+    """Ranking of the keyword leg (service/scoring/keyword.py, keyword_formulas.py)."""
+
+    scorer: Literal["seed", "bm25"] = "bm25"
+    k1: Annotated[float, msgspec.Meta(ge=0, le=10)] = 1.2
+    b: Fraction = 0.75
+    title_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 2.0
+    keyword_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
+    content_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
+
+
 class ChunkingFlags(_Flags, frozen=True):
     max_tokens: Annotated[int, msgspec.Meta(ge=32, le=4096)] = 450
 
@@ -128,6 +139,7 @@ class Flags(_Flags, frozen=True):
     phases: PhaseThresholds = PhaseThresholds()
     semantic: SemanticFlags = SemanticFlags()
     fusion: FusionFlags = FusionFlags()
+    lexical: LexicalFlags = LexicalFlags()
     chunking: ChunkingFlags = ChunkingFlags()
     embedding: EmbeddingFlags = EmbeddingFlags()
     timeouts: TimeoutFlags = TimeoutFlags()

@@ -57,14 +57,23 @@ class GoldenFileError(ValueError):
 
 def load_golden(path: Path) -> list[GoldenCase]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        cases = msgspec.convert(data, GoldenFile).cases
-    except (yaml.YAMLError, msgspec.ValidationError, OSError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
         raise GoldenFileError(f"{path}: {exc}") from exc
+    return parse_golden(text, str(path))
+
+
+def parse_golden(text: str, source: str = "<text>") -> list[GoldenCase]:
+    """Golden cases from YAML text (`source` names it in error messages)."""
+    try:
+        data = yaml.safe_load(text)
+        cases = msgspec.convert(data, GoldenFile).cases
+    except (yaml.YAMLError, msgspec.ValidationError) as exc:
+        raise GoldenFileError(f"{source}: {exc}") from exc
     seen: set[str] = set()
     for case in cases:
         if case.id in seen:
-            raise GoldenFileError(f"{path}: duplicate case id {case.id!r}")
+            raise GoldenFileError(f"{source}: duplicate case id {case.id!r}")
         seen.add(case.id)
     return cases
 

@@ -75,6 +75,8 @@ async def bootstrap(st: AppState, dsn: str) -> None:
         finally:
             await conn.close()
         st.pool = await create_pool(dsn)
+        for hook in st.on_pool_ready:
+            await hook(dsn)
         if settings.seed_on_start:
             st.not_ready_reason = "seeding"
             try:
@@ -115,6 +117,11 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        for hook in st.on_shutdown:
+            try:
+                await hook()
+            except Exception:  # one failing hook must not keep the pool open
+                log.exception("shutdown hook failed")
         if st.pool is not None:
             pool, st.pool = st.pool, None
             try:

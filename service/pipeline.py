@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -44,6 +45,11 @@ from service.scoring.semantic import (
     embed_query_async,
     semantic_search,
 )
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from service.telemetry import Telemetry
 
 log = logging.getLogger("service.query")
 
@@ -86,13 +92,13 @@ class TierContext:
 
 
 Tier = Callable[[TierContext], Awaitable[TierOutcome]]
+TierHook = Callable[[str, TierContext], Awaitable[None]]
 
 
-class PhaseRecorder:
+class PhaseRecorder(Protocol):
     """Receives one (phase, latency, error) sample per tier attempt (the kill-switch monitor)."""
 
-    def record(self, tier: str, latency_ms: float, error: bool) -> None:  # pragma: no cover - protocol
-        raise NotImplementedError
+    def record(self, tier: str, latency_ms: float, error: bool) -> None: ...
 
 
 def keyword_decision_for(
@@ -106,7 +112,7 @@ def keyword_decision_for(
     pool = ctx.flags.retrieval.candidate_pool
     category = ctx.params.category
     if results is None:
-        results = index.search(ctx.query.tokens, category=category, limit=pool, notes=ctx.notes)
+        results = index.search(ctx.query.tokens, category=category, limit=pool, notes=ctx.notes, lexical=ctx.flags.lexical)
     trimmed = 0
     if max_per_doc is not None and not ctx.query.is_multi_intent:
         results, trimmed = dedupe_per_document(results, max_per_doc)
@@ -117,7 +123,7 @@ def keyword_decision_for(
         "top_score": results[0].score if results else 0.0,
     }
     if ctx.query.is_multi_intent:
-        parts = [index.search(p, category=category, limit=pool, notes=ctx.notes) for p in ctx.query.parts]
+        parts = [index.search(p, category=category, limit=pool, notes=ctx.notes, lexical=ctx.flags.lexical) for p in ctx.query.parts]
         multi = decide_multi_intent(parts, ctx.query, thresholds)
         if multi is not None:
             return multi, stats
@@ -177,12 +183,17 @@ class Pipeline:
         flags: Callable[[], Flags],
         recorder: PhaseRecorder | None = None,
         effective_phase: Callable[[Flags], int] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.flags = flags
         self.effective_phase = effective_phase
         self.glossary = glossary
         self.synonyms = synonyms
         self.recorder = recorder
+        self.telemetry = telemetry
+        self.tier_hook: TierHook | None = None
+        """Runs inside each tier's time budget before the tier itself: the fault
+        tests use it to make a phase really wait on the database (pg_sleep)."""
         self.indexes: CorpusIndexes | None = None
         self.semantic: SemanticLeg | None = None
 
@@ -243,7 +254,7 @@ class Pipeline:
             raise LookupError("no embedding model loaded")
         flags = ctx.flags
         pool_size = flags.retrieval.candidate_pool
-        keyword = indexes.chunks.search(ctx.query.tokens, category=ctx.params.category, limit=pool_size, notes=ctx.notes)
+        keyword = indexes.chunks.search(ctx.query.tokens, category=ctx.params.category, limit=pool_size, notes=ctx.notes, lexical=flags.lexical)
         text = rewrite_for_embedding(ctx.query.raw, self.synonyms.phrases, self.synonyms.words)
         hits, timings = await self.semantic.search(text, pool_size, ctx.params.category, flags)
         fuse_started = time.perf_counter()
@@ -298,40 +309,89 @@ class Pipeline:
     async def run(self, params: RetrieveParams, flags: Flags, effective_phase: int | None = None) -> RetrieveResponse:
         """Answer one request; never raises because a tier failed."""
         started = time.perf_counter()
+        with self._span("retrieve") as root:
+            response, fallbacks, outcome = await self._run(params, flags, effective_phase, started)
+            if root is not None:
+                root.set_attribute("retrieval.status", response.status)
+                root.set_attribute("retrieval.phase", response.phase)
+        if self.telemetry is not None:
+            self.telemetry.observe(
+                phase=response.phase, status=response.status, latency_ms=response.latency_ms,
+                fallbacks=fallbacks, stats=outcome.stats if outcome else {},
+            )
+        return response
+
+    async def _run(
+        self, params: RetrieveParams, flags: Flags, effective_phase: int | None, started: float
+    ) -> tuple[RetrieveResponse, list[tuple[str, str]], TierOutcome | None]:
         request_id = uuid.uuid4().hex
         if not flags.enabled or effective_phase == 0:
-            return _disabled(request_id, started)
+            return _disabled(request_id, started), [], None
         allowed = effective_phase if effective_phase is not None else flags.phase
         phase = min(params.phase_cap or allowed, allowed)
-        query, notes = self.normalise(params.query, flags)
+        with self._span("normalise"):
+            query, notes = self.normalise(params.query, flags)
         ctx = TierContext(
             query=query, notes=notes, params=params, flags=flags,
             top_k=params.top_k or flags.retrieval.default_top_k,
         )
         fallback: list[FallbackStep] = []
+        kinds: list[tuple[str, str]] = []  # (tier, reason kind): bounded labels for metrics
         outcome: TierOutcome | None = None
         timeout = flags.timeouts.phase_ms / 1000
         for name, tier in self.tiers(phase):
             tier_started = time.perf_counter()
-            try:
-                outcome = await asyncio.wait_for(tier(ctx), timeout=timeout)
-            except TimeoutError:
-                fallback.append(FallbackStep(tier=name, reason=f"timeout after {flags.timeouts.phase_ms} ms"))
-                self._record(name, tier_started, error=True)
-                continue
-            except NoCacheEntry as exc:
-                fallback.append(FallbackStep(tier=name, reason=str(exc)))
-                continue
-            except Exception as exc:  # a failing tier is passed over, never surfaced
-                log.warning("tier %s failed: %s", name, exc, exc_info=not isinstance(exc, CorpusNotLoaded))
-                fallback.append(FallbackStep(tier=name, reason=f"{type(exc).__name__}: {exc}"))
-                self._record(name, tier_started, error=True)
-                continue
-            self._record(name, tier_started, error=False)
-            break
-        response = _respond(outcome, ctx, fallback, request_id, started)
-        _log_query(query, response, outcome)
-        return response
+            with self._span(f"tier.{name}") as span:
+                try:
+                    outcome = await asyncio.wait_for(self._call(name, tier, ctx), timeout=timeout)
+                except TimeoutError:
+                    reason, kind = f"timeout after {flags.timeouts.phase_ms} ms", "timeout"
+                    self._record(name, tier_started, error=True)
+                except NoCacheEntry as exc:
+                    reason, kind = str(exc), "no_cache_entry"
+                except Exception as exc:  # a failing tier is passed over, never surfaced
+                    log.warning("tier %s failed: %s", name, exc, exc_info=not isinstance(exc, CorpusNotLoaded))
+                    reason, kind = f"{type(exc).__name__}: {exc}", type(exc).__name__
+                    self._record(name, tier_started, error=True)
+                else:
+                    self._record(name, tier_started, error=False)
+                    break
+                fallback.append(FallbackStep(tier=name, reason=reason))
+                kinds.append((name, kind))
+                if span is not None and self.telemetry is not None:
+                    self.telemetry.mark_error(span, kind)
+        with self._span("decide") as span:
+            response = _respond(outcome, ctx, fallback, request_id, started)
+            if span is not None:
+                span.set_attribute("retrieval.decision", response.status)
+        _log_query(query, response, outcome, self._trace_id())
+        return response, kinds, outcome
+
+    def _call(self, name: str, tier: Tier, ctx: TierContext) -> Awaitable[TierOutcome]:
+        hook = self.tier_hook
+        if hook is None:
+            return tier(ctx)
+
+        async def hooked() -> TierOutcome:
+            await hook(name, ctx)
+            return await tier(ctx)
+
+        return hooked()
+
+    @contextlib.contextmanager
+    def _span(self, name: str) -> Iterator[Span | None]:
+        if self.telemetry is None:
+            yield None
+            return
+        with self.telemetry.span(name) as span:
+            yield span
+
+    def _trace_id(self) -> str | None:
+        if self.telemetry is None:
+            return None
+        from opentelemetry import trace
+
+        return self.telemetry.trace_id(trace.get_current_span())
 
     def _record(self, tier: str, started: float, error: bool) -> None:
         if self.recorder is not None and tier != "cache":
@@ -405,13 +465,16 @@ def _respond(
     )
 
 
-def _log_query(query: NormalizedQuery, response: RetrieveResponse, outcome: TierOutcome | None) -> None:
+def _log_query(
+    query: NormalizedQuery, response: RetrieveResponse, outcome: TierOutcome | None, trace_id: str | None = None
+) -> None:
     """One structured record per call (seed plan: "Logging per query")."""
     if not log.isEnabledFor(logging.INFO):
         return
     record = {
         "event": "retrieve",
         "request_id": response.request_id,
+        "trace_id": trace_id,
         "query": query.raw,
         "tokens": list(query.tokens),
         "corrections": [msgspec.to_builtins(c) for c in query.corrections],

@@ -39,6 +39,8 @@ class CorpusSnapshot:
 
 
 CorpusHook = Callable[[CorpusSnapshot], Awaitable[None]]
+PoolHook = Callable[[str], Awaitable[None]]
+"""Runs once the pool is open, with the DSN (e.g. the flag store's LISTEN loop)."""
 
 
 @dataclass
@@ -54,6 +56,8 @@ class AppState:
     embedded: EmbeddedPostgres | None = None
     corpus: CorpusSnapshot = field(default_factory=CorpusSnapshot)
     on_corpus_loaded: list[CorpusHook] = field(default_factory=list)
+    on_pool_ready: list[PoolHook] = field(default_factory=list)
+    on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     not_ready_reason: str | None = "starting"
     """Why /ready answers 503; None once the corpus is loaded."""
     last_seed_report: SeedReport | None = None

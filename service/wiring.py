@@ -18,6 +18,7 @@ from typing import Any
 from service.ingest.indexer import IndexReport, active_model, index_embeddings
 from service.ingest.tokens import default_model_dir, validate_model_dir
 from service.normalize.lexicon import load_synonyms
+from service.operations import Operations
 from service.pipeline import Pipeline, SemanticLeg
 from service.scoring.glossary import Glossary, load_glossary
 from service.scoring.semantic import QueryEmbeddingCache
@@ -51,14 +52,25 @@ def resolve_model_dir(configured: str | None) -> Path:
     return validate_model_dir(Path(configured).expanduser()) if configured else default_model_dir()
 
 
-def build_pipeline(st: AppState) -> tuple[Pipeline, SemanticStatus]:
-    """Pipeline + semantic status; registers the corpus hook on `st`."""
+def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipeline, SemanticStatus]:
+    """Pipeline + semantic status; registers the corpus hook on `st`.
+
+    With `ops`: flags come from the runtime flag store, the kill switch is the
+    recorder and decides the effective phase, telemetry gets spans and metrics.
+    """
     seeds = st.settings.seeds_dir
     glossary_file = seeds / GLOSSARY_FILE
     glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
     synonyms = load_synonyms(seeds / SYNONYMS_FILE)
     status = SemanticStatus(model_dir=resolve_model_dir(st.settings.embedding_model))
-    pipeline = Pipeline(glossary=glossary, synonyms=synonyms, flags=lambda: st.flags)
+    if ops is None:
+        pipeline = Pipeline(glossary=glossary, synonyms=synonyms, flags=lambda: st.flags)
+    else:
+        pipeline = Pipeline(
+            glossary=glossary, synonyms=synonyms, flags=ops.store.flags,
+            recorder=ops.kill_switch, effective_phase=ops.kill_switch.effective_phase,
+            telemetry=ops.telemetry,
+        )
 
     async def on_corpus_loaded(snapshot: CorpusSnapshot) -> None:
         await asyncio.to_thread(

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import post
+from litestar import Request, post
 from litestar.datastructures import State
 from litestar.exceptions import ServiceUnavailableException
 from litestar.openapi import ResponseSpec
 from litestar.params import Body
 
 from service.api.auth import admin_guard
-from service.api.errors import ErrorBody
+from service.api.body import strict_body
+from service.api.errors import ErrorBody, client_errors
+from service.api.openapi import OptionalBodyOperation
 from service.api.retrieve import pipeline_of
 from service.domain.types import Base
 from service.ingest.indexer import IndexReport
@@ -19,6 +21,7 @@ from service.state import get_state
 from service.wiring import SEMANTIC_KEY, SemanticStatus, ensure_embeddings, load_embedder
 
 _ERRORS = {
+    **client_errors(400, 413),  # a malformed or oversized optional body
     401: ResponseSpec(data_container=ErrorBody, description="Missing or malformed token"),
     403: ResponseSpec(data_container=ErrorBody, description="Wrong token or admin disabled"),
     503: ResponseSpec(data_container=ErrorBody, description="Database or model not ready"),
@@ -31,11 +34,14 @@ class ReindexRequest(Base, frozen=True):
 
 
 @post("/admin/reindex", guards=[admin_guard], status_code=200, responses=_ERRORS,
+      operation_class=OptionalBodyOperation,
       summary="Embed chunks lacking a current vector (or all of them with full=true)")
 async def admin_reindex(
     state: State,
+    request: Request[Any, Any, Any],
     data: Annotated[ReindexRequest | None, Body(description="optional; {} or {\"full\": true}")] = None,
 ) -> IndexReport:
+    data = await strict_body(request, ReindexRequest, optional=True)
     st = get_state(state)
     status: SemanticStatus = state[SEMANTIC_KEY]
     if st.pool is None:

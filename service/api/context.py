@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import post
+from litestar import Request, post
 from litestar.datastructures import State
 from litestar.params import JSONBody
 
+from service.api.body import strict_required
+from service.api.errors import client_errors
 from service.api.retrieve import pipeline_of, validate_request
 from service.api.schemas import MAX_QUERY_CHARS, FallbackStep, OptionOut, RetrieveRequest, Status
 from service.context.builder import build_context
@@ -126,9 +128,13 @@ def _assemble(inputs: ContextInputs, budget: Budget) -> ContextResult:
 
 
 @post("/context", summary="Budgeted LLM context: core concepts, documentation, UI state",
-      status_code=200, request_max_body_size=MAX_BODY_BYTES)
-async def context(data: JSONBody[ContextRequest], state: State) -> ContextResponse:
+      status_code=200, request_max_body_size=MAX_BODY_BYTES,
+      responses=client_errors(400, 413))
+async def context(
+    data: JSONBody[ContextRequest], state: State, request: Request[Any, Any, Any]
+) -> ContextResponse:
     started = time.perf_counter()
+    data = await strict_required(request, ContextRequest)
     params = validate_request(RetrieveRequest(query=data.query))
     overrides = msgspec.structs.asdict(data.budget) if data.budget else None
     pipeline = pipeline_of(state)

@@ -12,6 +12,7 @@ from typing import Any
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException
+from litestar.openapi import ResponseSpec
 from litestar.types import ExceptionHandlersMap
 
 from service.domain.types import Base
@@ -26,6 +27,31 @@ class ErrorBody(Base, frozen=True):
     detail: Any = None
     """Structured detail (validation errors, rejected files); `Any` rather than
     `object` because Litestar's OpenAPI generator cannot render `object`."""
+
+
+def client_errors(*statuses: int) -> dict[int, ResponseSpec]:
+    """OpenAPI `responses=` documenting our `{error, detail}` body for these 4xx.
+
+    Litestar documents validation errors with its own default body
+    (`{status_code, detail, extra}`); our handlers answer `ErrorBody`, so
+    every handler that reads a body declares its real error responses here
+    (the schemathesis run in tests/integration/test_fuzz_api.py checks it).
+    """
+    return {status: ResponseSpec(data_container=ErrorBody, description=_DESCRIPTIONS[status],
+                                 generate_examples=False)  # no random example bodies in the docs
+            for status in statuses}
+
+
+_DESCRIPTIONS = {
+    400: "Invalid request: malformed JSON, unknown field, wrong type or value out of range",
+    401: "Missing or malformed Authorization header",
+    403: "Wrong admin token, or admin disabled",
+    404: "Not found",
+    413: "Request body too large",
+    415: "Unsupported media type",
+    422: "Request understood but rejected",
+    503: "Not ready yet",
+}
 
 
 def http_exception_handler(

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from litestar import post
+from typing import Any
+
+from litestar import Request, post
 from litestar.datastructures import State
 from litestar.exceptions import ValidationException
 from litestar.params import JSONBody
 
+from service.api.body import strict_required
+from service.api.errors import client_errors
 from service.api.schemas import MAX_QUERY_CHARS, RetrieveRequest, RetrieveResponse
 from service.domain.types import CATEGORIES
 from service.normalize.text import clean
@@ -34,9 +38,12 @@ def pipeline_of(state: State) -> Pipeline:
     return pipeline
 
 
-@post("/retrieve", summary="Retrieve documentation evidence and a decision", status_code=200)
-async def retrieve(data: JSONBody[RetrieveRequest], state: State) -> RetrieveResponse:
-    params = validate_request(data)
+@post("/retrieve", summary="Retrieve documentation evidence and a decision", status_code=200,
+      responses=client_errors(400, 413))
+async def retrieve(
+    data: JSONBody[RetrieveRequest], state: State, request: Request[Any, Any, Any]
+) -> RetrieveResponse:
+    params = validate_request(await strict_required(request, RetrieveRequest))
     pipeline = pipeline_of(state)
     return await pipeline.run_request(params)
 

@@ -87,6 +87,11 @@ def explain_target(query: NormalizedQuery, results: Sequence[Evidence]) -> Evide
     return None
 
 
+def _confidence_score(evidence: Evidence) -> float:
+    """The seed-formula score (MIN_CONF's scale) even when BM25 ranked the list."""
+    return evidence.score if evidence.seed_score is None else evidence.seed_score
+
+
 def decide(
     results: Sequence[Evidence], query: NormalizedQuery, thresholds: Thresholds
 ) -> Decision:
@@ -106,8 +111,8 @@ def decide(
     top = results[0]
     others = distinct_documents(results, limit=3)
     second = others[1] if len(others) > 1 else None
-    second_score = second.score if second else 0.0
-    conf = round(confidence(top.score, second_score), 4)
+    second_score = _confidence_score(second) if second else 0.0
+    conf = round(confidence(_confidence_score(top), second_score), 4)
 
     weak_reason = weakness(top, thresholds)
     if weak_reason is not None:

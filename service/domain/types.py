@@ -98,6 +98,9 @@ class Evidence(Base, frozen=True):
     chunk_hash: str | None = None
     raw_score: float = 0.0
     """Seed-formula points before length normalisation."""
+    seed_score: float | None = None
+    """The seed formula's normalised score when another formula (BM25) ranks:
+    the decision's confidence stays on the scale its thresholds were set on."""
     title_or_keyword_hit: bool = False
     exact_title_phrase: bool = False
 

@@ -114,6 +114,7 @@ def fuse_evidence(
                 chunk_index=base.chunk_index,
                 chunk_hash=base.chunk_hash,
                 raw_score=base.raw_score,
+                seed_score=base.seed_score,
                 title_or_keyword_hit=base.title_or_keyword_hit,
                 exact_title_phrase=base.exact_title_phrase,
             )

@@ -1,4 +1,16 @@
-"""Keyword scoring of documents (phase 1) and chunks (phase 2) with the seed formula.
+"""Keyword scoring of documents (phase 1) and chunks (phase 2).
+
+Two formulas, picked by the `lexical.scorer` flag (an Enum-keyed choice):
+- `seed`: the seed plan's points (title phrase +5, title token +3, keyword +2,
+  content +1) divided by sqrt(content tokens) rank the units.
+- `bm25`: BM25F over title, keywords and content (keyword_formulas.py) ranks
+  the units; it sees term frequencies, document frequencies and a Snowball
+  stem, which the presence-only seed formula does not.
+
+Whatever ranks, every Evidence still carries the seed formula's guards
+(`raw_score` in seed points, `title_or_keyword_hit`, `exact_title_phrase`,
+`matched_terms`, computed on the plural-stem match keys exactly as before):
+the decision layer's MIN_SCORE / MIN_GAP thresholds are in seed points.
 
 Both phases score "units": a whole document, or a chunk that inherits its
 document's title and keywords and whose own headings count as title words.
@@ -8,10 +20,15 @@ query term, not to the corpus size.
 
 from __future__ import annotations
 
+import enum
 import re
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
+
+import Stemmer  # PyStemmer: Snowball stemmers in C
 
 from service.domain.types import Chunk, Document, Evidence, Source
 from service.normalize.lexicon import Lexicon
@@ -19,6 +36,67 @@ from service.normalize.text import match_key
 from service.scoring import keyword_formulas as formula
 
 SNIPPET_CHARS = 240
+
+
+class LexicalScorer(enum.Enum):
+    seed = "seed"
+    bm25 = "bm25"
+
+
+def lexical_scorer(name: str) -> LexicalScorer:
+    """Look a scorer up by name; an unknown name fails listing the valid ones."""
+    try:
+        return LexicalScorer(name.strip().lower())
+    except ValueError:
+        valid = ", ".join(m.value for m in LexicalScorer)
+        raise ValueError(f"unknown lexical scorer {name!r}; valid: {valid}") from None
+
+
+class LexicalConfig(Protocol):
+    """What ranking needs (flags.LexicalFlags has exactly these fields)."""
+
+    @property
+    def scorer(self) -> str: ...
+    @property
+    def k1(self) -> float: ...
+    @property
+    def b(self) -> float: ...
+    @property
+    def title_weight(self) -> float: ...
+    @property
+    def keyword_weight(self) -> float: ...
+    @property
+    def content_weight(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class LexicalParams:
+    """Defaults of `lexical:` in flags.yaml (chosen from the Cranfield and golden runs)."""
+
+    scorer: str = "bm25"
+    k1: float = formula.BM25_K1
+    b: float = formula.BM25_B
+    title_weight: float = 2.0
+    keyword_weight: float = 1.0
+    content_weight: float = 1.0
+
+
+DEFAULT_LEXICAL = LexicalParams()
+
+_stemmers = threading.local()  # a PyStemmer object must not be shared across threads
+
+
+def lexical_key(token: str) -> str:
+    """BM25's term key: the Snowball (Porter 2) English stem of the match key.
+
+    Broader than `match_key` ("aeroelastic"/"aeroelasticity" meet), so it is
+    used for ranking only; the seed guards keep the plural-only match keys.
+    """
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = Stemmer.Stemmer("english")
+    key: str = stemmer.stemWord(match_key(token))
+    return key
 
 
 @dataclass(frozen=True)
@@ -40,6 +118,26 @@ class ScoringUnit:
     keyword_keys: frozenset[str]
     content_keys: frozenset[str]
     content_token_count: int
+    title_tf: Mapping[str, int] = field(default_factory=dict)
+    """Lexical-key term frequencies per field (BM25F)."""
+    keyword_tf: Mapping[str, int] = field(default_factory=dict)
+    content_tf: Mapping[str, int] = field(default_factory=dict)
+    title_length: int = 0
+    keyword_length: int = 0
+
+    def lexical_tf(self, key: str, params: LexicalConfig, averages: tuple[float, float, float]) -> float:
+        """BM25F's pseudo-frequency: each field's tf, length-normalised against
+        that field's average length, weighted, summed (before saturation)."""
+        total = 0.0
+        for weight, counts, length, average in (
+            (params.title_weight, self.title_tf, self.title_length, averages[0]),
+            (params.keyword_weight, self.keyword_tf, self.keyword_length, averages[1]),
+            (params.content_weight, self.content_tf, self.content_token_count, averages[2]),
+        ):
+            tf = counts.get(key, 0)
+            if tf and weight:
+                total += weight * tf / formula.bm25f_length_norm(length, average, params.b)
+        return total
 
 
 def _keys(tokens: Iterable[str]) -> list[str]:
@@ -98,7 +196,9 @@ def _make_unit(
 ) -> ScoringUnit:
     title_sequences = [_keys(lexicon.normalise(t)) for t in (title, *headings)]
     content_tokens = lexicon.normalise(content)
-    keyword_keys = {k for phrase in keywords for k in _keys(lexicon.normalise(phrase))}
+    keyword_tokens = [t for phrase in keywords for t in lexicon.normalise(phrase)]
+    keyword_keys = set(_keys(keyword_tokens))
+    title_tokens = [t for seq in title_sequences for t in seq]
     return ScoringUnit(
         doc_slug=doc_slug,
         title=title,
@@ -114,7 +214,16 @@ def _make_unit(
         keyword_keys=frozenset(keyword_keys),
         content_keys=frozenset(_keys(content_tokens)),
         content_token_count=len(content_tokens),
+        title_tf=_term_counts(title_tokens),
+        keyword_tf=_term_counts(keyword_tokens),
+        content_tf=_term_counts(content_tokens),
+        title_length=len(title_tokens),
+        keyword_length=len(keyword_tokens),
     )
+
+
+def _term_counts(tokens: Iterable[str]) -> dict[str, int]:
+    return dict(Counter(lexical_key(t) for t in tokens))
 
 
 def is_exact_title_phrase(phrase_keys: Sequence[str], title_phrases: Sequence[str]) -> bool:
@@ -159,14 +268,34 @@ class KeywordIndex:
 
     units: list[ScoringUnit]
     source: Source = "keyword"
+    lexical: LexicalConfig = DEFAULT_LEXICAL
+    """Ranking used when `search` is not given one (the flags normally are)."""
     postings: dict[str, set[int]] = field(default_factory=dict)
+    lexical_postings: dict[str, list[int]] = field(default_factory=dict)
+    """Lexical (stemmed) key → units holding it in any field; len() is the df."""
+    field_totals: tuple[int, int, int] = (0, 0, 0)
+    """Total title, keyword and content tokens (for BM25's average length)."""
 
     def __post_init__(self) -> None:
         postings: dict[str, set[int]] = defaultdict(set)
+        lexical: dict[str, list[int]] = defaultdict(list)
+        title = keyword = content = 0
         for position, unit in enumerate(self.units):
             for key in unit.title_keys | unit.keyword_keys | unit.content_keys:
                 postings[key].add(position)
+            for key in unit.title_tf.keys() | unit.keyword_tf.keys() | unit.content_tf.keys():
+                lexical[key].append(position)
+            title += unit.title_length
+            keyword += unit.keyword_length
+            content += unit.content_token_count
         self.postings = dict(postings)
+        self.lexical_postings = dict(lexical)
+        self.field_totals = (title, keyword, content)
+
+    def average_lengths(self) -> tuple[float, float, float]:
+        n = max(len(self.units), 1)
+        title, keyword, content = self.field_totals
+        return (title / n, keyword / n, content / n)
 
     def search(
         self,
@@ -175,20 +304,72 @@ class KeywordIndex:
         category: str | None = None,
         limit: int = 50,
         notes: Sequence[str] = (),
+        lexical: LexicalConfig | None = None,
     ) -> list[Evidence]:
         """Score every unit sharing a token; best first (ties broken by slug, index)."""
+        params = lexical or self.lexical
         keys = _keys(tokens)
         candidates: set[int] = set()
         for key in keys:
             candidates |= self.postings.get(key, set())
+        ranking: dict[int, tuple[float, str]] | None = None
+        if lexical_scorer(params.scorer) is LexicalScorer.bm25:
+            ranking = self._bm25(tokens, candidates, params)
+            candidates |= ranking.keys()
+        # A unit whose title (or heading) is the query phrase ranks above every
+        # other: navigational search's "exact title match" rule, which the seed
+        # formula's +5 and halved length penalty express and BM25 cannot (a
+        # word on every page has idf ~0). Its BM25 score is lifted by the best
+        # BM25 score of the list, so `score` stays monotone in the ranking.
+        lift = max((r[0] for r in ranking.values()), default=0.0) if ranking else 0.0
         scored: list[Evidence] = []
         for position in candidates:
             unit = self.units[position]
             if category is not None and unit.category != category:
                 continue
-            scored.append(score_unit(unit, tokens, keys, self.source, notes))
+            rank = None if ranking is None else ranking.get(position, (0.0, "bm25 0"))
+            if rank is not None and is_exact_title_phrase(keys, unit.title_phrases):
+                rank = (rank[0] + lift, f"{rank[1]}; exact title phrase + {lift:.3f}")
+            scored.append(score_unit(unit, tokens, keys, self.source, notes, rank))
         scored.sort(key=_rank_key)
         return scored[:limit]
+
+    def _bm25(
+        self, tokens: Sequence[str], seed_candidates: set[int], params: LexicalConfig
+    ) -> dict[int, tuple[float, str]]:
+        """BM25F score and explanation of every unit holding a query term's stem."""
+        n = len(self.units)
+        averages = self.average_lengths()
+        terms: list[tuple[str, str, float, list[int]]] = []
+        seen: set[str] = set()
+        for token in tokens:
+            key = lexical_key(token)
+            if key in seen:
+                continue
+            seen.add(key)
+            holders = self.lexical_postings.get(key, [])
+            if holders:
+                terms.append((token, key, formula.bm25_idf(len(holders), n), holders))
+        found: set[int] = set(seed_candidates)
+        for *_, holders in terms:
+            found.update(holders)
+        out: dict[int, tuple[float, str]] = {}
+        for position in found:
+            unit = self.units[position]
+            total = 0.0
+            parts: list[str] = []
+            for token, key, idf, _ in terms:
+                tf = unit.lexical_tf(key, params, averages)
+                if tf <= 0:
+                    continue
+                contribution = idf * formula.bm25f_saturate(tf, params.k1)
+                total += contribution
+                parts.append(f"'{token}' {contribution:.3f}")
+            out[position] = (
+                total,
+                f"bm25 (k1={params.k1:g}, b={params.b:g}): {' + '.join(parts) or '0'} = {total:.3f}",
+            )
+        return out
 
 
 def _rank_key(evidence: Evidence) -> tuple[float, str, int]:
@@ -201,8 +382,13 @@ def score_unit(
     keys: Sequence[str],
     source: Source = "keyword",
     notes: Sequence[str] = (),
+    ranking: tuple[float, str] | None = None,
 ) -> Evidence:
-    """Apply the seed formula to one unit and explain every point."""
+    """Apply the seed formula to one unit and explain every point.
+
+    `ranking` (score, explanation), when given, replaces the seed formula's
+    normalised score as the ranking `score`; the seed guards are unchanged.
+    """
     explain: list[str] = list(notes)
     exact = is_exact_title_phrase(keys, unit.title_phrases)
     if exact:
@@ -237,6 +423,10 @@ def score_unit(
     explain.append(
         f"raw {raw:g} / {divisor:.2f} (√{unit.content_token_count} content tokens){half} = {final:.3f}"
     )
+    seed_score: float | None = None
+    if ranking is not None:
+        seed_score, final = round(final, 6), ranking[0]
+        explain.append(f"ranking score: {ranking[1]}")
     return Evidence(
         doc_slug=unit.doc_slug,
         title=unit.title,
@@ -251,6 +441,7 @@ def score_unit(
         chunk_index=unit.chunk_index,
         chunk_hash=unit.chunk_hash,
         raw_score=raw,
+        seed_score=seed_score,
         title_or_keyword_hit=title_hits + keyword_hits > 0,
         exact_title_phrase=exact,
     )

@@ -61,3 +61,54 @@ def confidence(top: float, second: float) -> float:
 def matched_term_count(matched_terms: int, exact_title_phrase: bool) -> int:
     """Unique matched tokens; an exact title phrase counts as 2 (seed plan)."""
     return max(matched_terms, EXACT_PHRASE_MATCHED_TERMS) if exact_title_phrase else matched_terms
+
+
+# --- BM25 (ranking only) -----------------------------------------------------
+#
+# Source: S. Robertson, H. Zaragoza, "The Probabilistic Relevance Framework:
+# BM25 and Beyond", Foundations and Trends in IR 3(4), 2009, eq. 3.15 (the
+# "Okapi BM25" saturation) with the non-negative idf of Lucene / bm25s
+# (`bm25s/scoring.py`, method "lucene"): ln(1 + (N - df + 0.5) / (df + 0.5)).
+# Fields are combined the BM25F way (Zaragoza, Craswell, Taylor, Saria,
+# Robertson, "Microsoft Cambridge at TREC-13: Web and HARD tracks", 2004;
+# Robertson & Zaragoza 2009, eq. 3.18-3.19): each field's term frequency is
+# normalised by that field's length relative to its own average, weighted
+# (a title word counts `title_weight` times), and the fields are summed
+# *before* the k1 saturation.  Summing per-field BM25 scores instead would
+# saturate each field separately and over-reward a term present everywhere.
+# A term filling a short title ("Workspace") therefore outweighs the same term
+# in a longer one ("Workspace Actions").
+#
+# Constants (defaults; flags.yaml `lexical:` overrides them):
+# - k1 = 1.2: how fast repeated occurrences stop adding (Robertson's usual
+#   1.2-2.0 range; bm25s/Lucene use 1.2-1.5).
+# - b = 0.75: how much a long unit is penalised (0 = none, 1 = fully
+#   proportional to length); 0.75 is the literature's default.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def bm25_idf(document_frequency: int, unit_count: int) -> float:
+    """``ln(1 + (N - df + 0.5) / (df + 0.5))``: never negative (Lucene's variant)."""
+    return math.log(1.0 + (unit_count - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+def bm25_term(tf: float, length: float, average_length: float, k1: float = BM25_K1, b: float = BM25_B) -> float:
+    """``tf (k1 + 1) / (tf + k1 (1 - b + b · len / avg_len))``; 0 when the term is absent."""
+    if tf <= 0:
+        return 0.0
+    relative = length / average_length if average_length > 0 else 1.0
+    return tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * relative))
+
+
+def bm25f_length_norm(length: float, average_length: float, b: float = BM25_B) -> float:
+    """``1 - b + b · len / avg_len`` of one field (1 when the field is empty everywhere)."""
+    relative = length / average_length if average_length > 0 else 1.0
+    return 1.0 - b + b * relative
+
+
+def bm25f_saturate(pseudo_tf: float, k1: float = BM25_K1) -> float:
+    """``tf~ (k1 + 1) / (k1 + tf~)`` over BM25F's summed, normalised field frequencies."""
+    if pseudo_tf <= 0:
+        return 0.0
+    return pseudo_tf * (k1 + 1.0) / (k1 + pseudo_tf)

@@ -11,6 +11,7 @@ from service.normalize.lexicon import Synonyms, build_lexicon
 from service.scoring import keyword_formulas as f
 from service.scoring.chunks import dedupe_per_document
 from service.scoring.keyword import (
+    LexicalParams,
     build_chunk_index,
     build_document_index,
     is_exact_title_phrase,
@@ -77,7 +78,7 @@ LEXICON = build_lexicon(
 
 def test_document_scores_are_hand_computable() -> None:
     index = build_document_index(DOCS, LEXICON)
-    results = index.search(["workspace"])
+    results = index.search(["workspace"], lexical=LexicalParams(scorer="seed"))
     assert [r.doc_slug for r in results] == ["concepts/workspace", "actions/workspaces"]
     top, second = results
     # Workspace page: exact title +5, title token +3, content +1 = 9 raw; content has

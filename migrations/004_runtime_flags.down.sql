@@ -1,0 +1,2 @@
+drop table if exists flag_audit;
+drop table if exists flag_overrides;

@@ -1,0 +1,191 @@
+"""The operator console: `GET /console` (a static page) and golden replay on the server.
+
+- `GET /console` and `GET /console/assets/{name}`: one HTML page with its CSS and
+  JavaScript, shipped inside the package (`service/console/`), no CDN. The page
+  talks to the service's own JSON API (`/retrieve`, `/admin/flags`, ...). A strict
+  Content-Security-Policy allows nothing but this origin: no inline script, no
+  third-party requests, so the admin token typed into the page cannot leak.
+- `GET /admin/replay/files`: the golden files the server can replay (by name).
+- `POST /admin/replay` (admin token): run a golden file (`{"file": "navigation"}`,
+  a name under `tests/golden/`, never a path) or posted YAML (`{"yaml": "..."}`,
+  at most 64 KiB) in-process through the app's own pipeline, with the same checks
+  as `python -m service replay`, and return pass/fail per case with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Response, get, post
+from litestar.datastructures import State
+from litestar.exceptions import ClientException, NotFoundException, ValidationException
+from litestar.openapi import ResponseSpec
+from litestar.params import JSONBody
+
+from service.api.auth import admin_guard
+from service.api.errors import ErrorBody
+from service.api.retrieve import pipeline_of, validate_request
+from service.api.schemas import RetrieveRequest
+from service.domain.types import Base
+from service.golden import GoldenCase, GoldenFileError, load_golden, parse_golden, phases_of
+from service.replay import replay_cases
+from service.settings import PROJECT_ROOT
+
+GOLDEN_DIR = PROJECT_ROOT / "tests" / "golden"
+MAX_YAML_BYTES = 64 * 1024
+MAX_REPLAY_RUNS = 1000
+"""Case × phase runs in one replay: bounds the work one request can ask for."""
+REPLAY_LOCK_KEY = "console_replay_lock"
+_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+# Only this origin: the page has no inline script or style and loads nothing else.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+ASSETS = {
+    "console.css": "text/css",
+    "console.js": "text/javascript",
+}
+
+
+def _asset(name: str) -> bytes:
+    return (resources.files("service") / "console" / name).read_bytes()
+
+
+@get("/console", include_in_schema=False, media_type="text/html")
+async def console_page() -> Response[bytes]:
+    return Response(_asset("index.html"), media_type="text/html",
+                    headers=SECURITY_HEADERS)
+
+
+@get("/console/assets/{name:str}", include_in_schema=False)
+async def console_asset(name: str) -> Response[bytes]:
+    media_type = ASSETS.get(name)
+    if media_type is None:
+        raise NotFoundException(f"no console asset {name!r}")
+    return Response(_asset(name), media_type=media_type, headers=SECURITY_HEADERS)
+
+
+# -- golden replay ------------------------------------------------------------
+class ReplayRequest(Base, frozen=True):
+    """Exactly one of `file` (a name under tests/golden/) or `yaml` (the file's text)."""
+
+    file: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    yaml: Annotated[str, msgspec.Meta(max_length=MAX_YAML_BYTES)] | None = None
+    phase: Annotated[int, msgspec.Meta(ge=1, le=3)] | None = None
+
+
+class ReplayCase(Base, frozen=True):
+    id: str
+    phase: int
+    query: str
+    passed: bool
+    failures: list[str]
+
+
+class ReplayReport(Base, frozen=True):
+    source: str
+    passed: int
+    failed: int
+    duration_ms: float
+    results: list[ReplayCase]
+
+
+class GoldenFiles(Base, frozen=True):
+    files: list[str]
+
+
+_ERRORS = {
+    400: ResponseSpec(data_container=ErrorBody, description="Bad request or golden file"),
+    401: ResponseSpec(data_container=ErrorBody, description="Missing or malformed token"),
+    403: ResponseSpec(data_container=ErrorBody, description="Wrong token or admin disabled"),
+    404: ResponseSpec(data_container=ErrorBody, description="No such golden file"),
+    409: ResponseSpec(data_container=ErrorBody, description="A replay is already running"),
+}
+
+
+def golden_files(directory: Path = GOLDEN_DIR) -> list[str]:
+    if not directory.is_dir():
+        return []
+    return sorted(p.stem for p in directory.glob("*.yaml") if _FILE_NAME.match(p.stem))
+
+
+def _cases_of(data: ReplayRequest, directory: Path = GOLDEN_DIR) -> tuple[str, list[GoldenCase]]:
+    if (data.file is None) == (data.yaml is None):
+        raise ValidationException("give exactly one of 'file' (a golden file name) or 'yaml'")
+    try:
+        if data.yaml is not None:
+            if len(data.yaml.encode("utf-8")) > MAX_YAML_BYTES:
+                raise ValidationException(f"yaml is limited to {MAX_YAML_BYTES} bytes")
+            return "posted YAML", parse_golden(data.yaml, "posted YAML")
+        name = (data.file or "").removesuffix(".yaml")
+        if not _FILE_NAME.match(name) or name not in golden_files(directory):
+            raise NotFoundException(
+                f"no golden file {data.file!r}; available: {', '.join(golden_files(directory)) or 'none'}"
+            )
+        return f"tests/golden/{name}.yaml", load_golden(directory / f"{name}.yaml")
+    except GoldenFileError as err:
+        raise ValidationException(f"golden file rejected: {err}") from err
+
+
+def _lock(state: State) -> asyncio.Lock:
+    lock = state.get(REPLAY_LOCK_KEY)
+    if not isinstance(lock, asyncio.Lock):
+        lock = asyncio.Lock()
+        state[REPLAY_LOCK_KEY] = lock
+    return lock
+
+
+@get("/admin/replay/files", guards=[admin_guard], responses=_ERRORS,
+     summary="Golden files the server can replay")
+async def replay_files() -> GoldenFiles:
+    return GoldenFiles(files=golden_files())
+
+
+@post("/admin/replay", guards=[admin_guard], status_code=200, responses=_ERRORS,
+      request_max_body_size=2 * MAX_YAML_BYTES,
+      summary="Replay a golden file in-process through this service's pipeline")
+async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
+    source, cases = _cases_of(data)
+    runs = sum(len(phases_of(case, data.phase)) for case in cases)
+    if runs > MAX_REPLAY_RUNS:
+        raise ValidationException(f"{runs} case runs; a replay is limited to {MAX_REPLAY_RUNS}")
+    pipeline = pipeline_of(state)
+
+    async def post_retrieve(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The same validation and pipeline as POST /retrieve, without the HTTP hop."""
+        try:
+            params = validate_request(msgspec.convert(body, RetrieveRequest))
+        except (msgspec.ValidationError, ValidationException) as err:
+            return 400, {"error": str(err)}
+        response = await pipeline.run_request(params)
+        payload: dict[str, Any] = msgspec.to_builtins(response)
+        return 200, payload
+
+    lock = _lock(state)
+    if lock.locked():
+        raise ClientException(status_code=409, detail="a replay is already running; try again")
+    async with lock:
+        started = time.perf_counter()
+        results = await replay_cases(cases, post_retrieve, data.phase)
+        elapsed = (time.perf_counter() - started) * 1000
+    out = [ReplayCase(id=r.case_id, phase=r.phase, query=r.query, passed=r.passed,
+                      failures=r.failures) for r in results]
+    passed = sum(r.passed for r in out)
+    return ReplayReport(source=source, passed=passed, failed=len(out) - passed,
+                        duration_ms=round(elapsed, 1), results=out)
+
+
+ROUTES = [console_page, console_asset, replay_files, replay]

@@ -1,0 +1,556 @@
+// Operator console. Plain JavaScript, no dependencies, no network beyond this origin.
+// The admin token lives only in the `state.token` variable below: never in
+// localStorage, sessionStorage, cookies or the URL. Every value from the server is
+// written with textContent, never as HTML.
+"use strict";
+
+(() => {
+  const REFRESH_MS = 3000;
+  const HISTORY_POINTS = 60;
+  const PHASES = [1, 2, 3];
+
+  const state = {
+    token: null,            // admin token, in memory only
+    flagsAvailable: null,   // null unknown, true, false (endpoint missing)
+    flags: [],              // [{name, value, source}]
+    history: { 1: [], 2: [], 3: [] },
+    timer: null,
+    busy: false,
+  };
+
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function fmt(value, digits = 1) {
+    if (value === null || value === undefined || value === "") return "–";
+    if (typeof value === "number") return Number.isInteger(value) ? String(value) : value.toFixed(digits);
+    if (typeof value === "object") return JSON.stringify(value);
+    return String(value);
+  }
+
+  function pct(value) {
+    if (typeof value !== "number") return "–";
+    return (value <= 1 ? value * 100 : value).toFixed(1) + " %";
+  }
+
+  async function api(method, path, body, admin) {
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (admin && state.token) headers.Authorization = "Bearer " + state.token;
+    let response;
+    try {
+      response = await fetch(path, {
+        method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: "omit", cache: "no-store",
+      });
+    } catch (err) {
+      return { ok: false, status: 0, data: { error: "network error: " + err.message } };
+    }
+    let data = null;
+    const text = await response.text();
+    try { data = text ? JSON.parse(text) : null; } catch { data = { error: text.slice(0, 300) }; }
+    return { ok: response.ok, status: response.status, data };
+  }
+
+  function errorText(res) {
+    const d = res.data || {};
+    let msg = d.error || d.detail || ("HTTP " + res.status);
+    if (typeof msg !== "string") msg = JSON.stringify(msg);
+    if (Array.isArray(d.detail)) msg += ": " + d.detail.map((x) => x.message || JSON.stringify(x)).join("; ");
+    return "HTTP " + res.status + " – " + msg;
+  }
+
+  // ---------------------------------------------------------------- service status
+  async function refreshReady() {
+    const pill = $("service-status");
+    const res = await api("GET", "/ready");
+    if (res.ok) {
+      const d = res.data || {};
+      pill.textContent = "ready · " + fmt(d.documents) + " docs · " + fmt(d.chunks) + " chunks" +
+        (d.semantic_ready ? " · phase 3 ready" : " · phase 3 indexing");
+      pill.className = "pill ok";
+    } else {
+      pill.textContent = "not ready: " + ((res.data && (res.data.reason || res.data.error)) || res.status);
+      pill.className = "pill bad";
+    }
+  }
+
+  // ---------------------------------------------------------------- retrieve
+  function evidenceTable(results) {
+    if (!results || results.length === 0) return el("p", { class: "empty", text: "No evidence." });
+    const head = ["#", "Doc", "Header path", "Score", "Matched terms", "Source", "Why (match_explain)"];
+    const rows = results.map((r, i) => el("tr", { "data-doc": r.doc_slug },
+      el("td", { class: "num", "data-label": "#", text: String(i + 1) }),
+      el("td", { class: "doc", "data-label": "Doc" }, el("code", { text: r.doc_slug }), el("br"),
+        el("span", { class: "meta", text: r.title + " · " + r.category })),
+      el("td", { "data-label": "Header path", text: r.header_path || "–" }),
+      el("td", { class: "num", "data-label": "Score", text: fmt(r.score, 3) }),
+      el("td", { "data-label": "Matched terms" },
+        el("span", { class: "terms" }, (r.matched_terms || []).map((t) => el("span", { class: "term", text: t })))),
+      el("td", { "data-label": "Source", text: r.source }),
+      el("td", { class: "why", "data-label": "Why" }, r.match_explain && r.match_explain.length
+        ? el("ul", { class: "explain" }, r.match_explain.map((line) => el("li", { text: line })))
+        : "–"),
+    ));
+    return el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Evidence" },
+      el("table", { class: "evidence stack" },
+        el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col", text: h })))),
+        el("tbody", {}, rows)));
+  }
+
+  function renderResponse(d, heading) {
+    const parts = [];
+    if (heading) parts.push(el("h3", { text: heading }));
+    parts.push(el("div", { class: "verdict" },
+      el("span", { class: "decision " + d.status, text: d.status }),
+      el("span", { class: "meta", text: "phase " + d.phase + (d.source_tier ? " (" + d.source_tier + ")" : "") +
+        " · confidence " + fmt(d.confidence, 2) + " · " + fmt(d.latency_ms, 1) + " ms" }),
+    ));
+    if (d.message) {
+      parts.push(el("p", { class: "hint", text: "Message shown to the user:" }));
+      parts.push(el("blockquote", { class: "message", "data-testid": "message", text: d.message }));
+    }
+    if (d.options && d.options.length) {
+      parts.push(el("ul", { class: "options", "aria-label": "Options" }, d.options.map((o) =>
+        el("li", {}, el("button", {
+          type: "button", title: o.doc_slug,
+          onclick: () => { $("query").value = o.title; runQuery(); },
+        }, o.title + " (" + o.category + ")")))));
+    }
+    parts.push(evidenceTable(d.results));
+    if (d.fallback_path && d.fallback_path.length) {
+      parts.push(el("p", { class: "meta", text: "Fallback path:" }));
+      parts.push(el("ol", { class: "fallback" },
+        d.fallback_path.map((s) => el("li", {}, el("code", { text: s.tier }), " – " + s.reason))));
+    } else {
+      parts.push(el("p", { class: "meta", text: "Fallback path: none (normal path)" }));
+    }
+    parts.push(el("p", { class: "meta", text: "request " + d.request_id }));
+    return parts;
+  }
+
+  function retrieveBody(phase) {
+    const body = { query: $("query").value };
+    if (phase) body.phase = Number(phase);
+    const k = Number($("top-k").value);
+    if (k) body.top_k = k;
+    if ($("category").value) body.category = $("category").value;
+    return body;
+  }
+
+  function disagreement(responses) {
+    const ok = responses.filter((r) => r.ok).map((r) => r.data);
+    if (ok.length < 2) return null;
+    const decisions = new Set(ok.map((d) => d.status));
+    const tops = new Set(ok.map((d) => (d.results[0] || {}).doc_slug || "none"));
+    if (decisions.size === 1 && tops.size === 1) {
+      return el("p", { class: "pill ok", role: "note", text: "All phases agree: " + [...decisions][0] + " · top " + [...tops][0] });
+    }
+    return el("p", { class: "pill warn", role: "note",
+      text: "Phases disagree: decisions " + [...decisions].join(" / ") + " · top documents " + [...tops].join(" / ") });
+  }
+
+  async function runQuery(event) {
+    if (event) event.preventDefault();
+    const out = $("results");
+    if (!$("query").value.trim()) { out.replaceChildren(el("p", { class: "error", text: "Type a query first." })); return; }
+    out.setAttribute("aria-busy", "true");
+    $("query-submit").disabled = true;
+    try {
+      document.querySelector("main.grid").classList.toggle("sbs", $("side-by-side").checked);
+      if ($("side-by-side").checked) {
+        const responses = await Promise.all(PHASES.map((p) => api("POST", "/retrieve", retrieveBody(p))));
+        const columns = responses.map((res, i) => el("div", { class: "column", "data-phase": String(PHASES[i]) },
+          res.ok ? renderResponse(res.data, "Phase " + PHASES[i]) :
+            [el("h3", { text: "Phase " + PHASES[i] }), el("p", { class: "error", text: errorText(res) })]));
+        out.replaceChildren(disagreement(responses) || "", el("div", { class: "columns" }, columns));
+      } else {
+        const res = await api("POST", "/retrieve", retrieveBody($("phase").value));
+        out.replaceChildren(...(res.ok ? renderResponse(res.data) : [el("p", { class: "error", text: errorText(res) })]));
+      }
+    } finally {
+      out.setAttribute("aria-busy", "false");
+      $("query-submit").disabled = false;
+    }
+  }
+
+  // ---------------------------------------------------------------- flags + monitors
+  const KILL_KEYS = ["kill_switch", "kill_switches", "killswitch", "monitor", "monitors"];
+
+  function flagRows(data) {
+    let f = data && (data.flags ?? data.effective ?? data.values);
+    if (f === undefined) f = data;
+    if (Array.isArray(f)) {
+      return f.map((x) => ({ name: x.name ?? x.key, value: x.value, source: x.source ?? "",
+        configured: x.configured, configuredSource: x.configured_source }));
+    }
+    if (f && typeof f === "object") {
+      return Object.entries(f).filter(([k]) => !KILL_KEYS.includes(k)).map(([k, v]) =>
+        v && typeof v === "object" && "value" in v
+          ? { name: k, value: v.value, source: v.source ?? "", default: v.default }
+          : { name: k, value: v, source: "" });
+    }
+    return [];
+  }
+
+  function killSection(data) {
+    if (!data || typeof data !== "object") return null;
+    for (const key of KILL_KEYS) if (data[key] && typeof data[key] === "object") return data[key];
+    return null;
+  }
+
+  function pick(obj, ...names) {
+    if (!obj) return undefined;
+    for (const n of names) if (obj[n] !== undefined && obj[n] !== null) return obj[n];
+    return undefined;
+  }
+
+  function phaseWindows(ks) {
+    // -> [{phase, samples, p50, p95, errorRate, state}]
+    let w = pick(ks, "phases", "windows", "per_phase", "monitors");
+    if (!w) return [];
+    let entries;
+    if (Array.isArray(w)) entries = w.map((x, i) => [pick(x, "phase", "tier", "name") ?? i + 1, x]);
+    else entries = Object.entries(w);
+    return entries.map(([phase, x]) => {
+      const win = pick(x, "window", "stats") || x;
+      return {
+        phase: String(phase).replace(/^phase/, ""),
+        samples: pick(win, "samples", "count", "n"),
+        p50: pick(win, "p50_ms", "p50"),
+        p95: pick(win, "p95_ms", "p95"),
+        errorRate: pick(win, "error_rate", "errors_rate"),
+        state: pick(x, "state", "status", "breaker") ?? "",
+      };
+    });
+  }
+
+  function renderFlags() {
+    const body = $("flags-body");
+    const filter = $("flags-filter").value.trim().toLowerCase();
+    if (state.flagsAvailable === false) {
+      body.replaceChildren(el("tr", {}, el("td", { colspan: "4", class: "empty",
+        text: "Not available: this service has no GET /admin/flags (runtime flags, issue 6, are not deployed)." })));
+      return;
+    }
+    if (!state.token) {
+      body.replaceChildren(el("tr", {}, el("td", { colspan: "4", class: "empty", text: "Enter the admin token to load the flags." })));
+      return;
+    }
+    const pinned = (f) => (f.name === "enabled" ? 0 : f.name === "phase" ? 1 : 2);
+    const rows = state.flags.filter((f) => !filter || String(f.name).toLowerCase().includes(filter))
+      .sort((a, b) => pinned(a) - pinned(b));
+    body.replaceChildren(...rows.map((f) => el("tr", { "data-flag": f.name },
+      el("th", { scope: "row" }, el("code", { text: f.name })),
+      el("td", {}, el("code", { text: fmt(f.value, 3) })),
+      el("td", { class: "source-" + String(f.source).replace(/[^a-z_]/gi, "_") },
+        f.source || "–",
+        f.configured !== undefined ? el("span", { class: "meta", text: " (configured " + fmt(f.configured) + " from " + fmt(f.configuredSource) + ")" }) : ""),
+      el("td", { class: "flag-actions" }, (f.source === "override" || f.configuredSource === "override")
+        ? el("button", { type: "button", "aria-label": "Drop the override of " + f.name, title: "Drop the override of " + f.name,
+            onclick: () => adminAction("DELETE", "/admin/flags/" + encodeURIComponent(f.name), undefined, "dropped override of " + f.name) },
+          "Drop")
+        : ""),
+    )));
+    if (rows.length === 0) body.replaceChildren(el("tr", {}, el("td", { colspan: "4", class: "empty", text: "No flags match." })));
+    const phase = state.flags.find((f) => f.name === "phase");
+    if (phase && document.activeElement !== $("flag-phase")) {
+      $("flag-phase").value = String(phase.configured !== undefined ? phase.configured : phase.value);
+    }
+  }
+
+  function renderMonitors(data) {
+    const body = $("monitor-body");
+    const pill = $("kill-state");
+    if (state.flagsAvailable === false) {
+      body.replaceChildren(el("tr", {}, el("td", { colspan: "6", class: "empty",
+        text: "Not available: no kill-switch monitor on this service (GET /admin/flags is missing)." })));
+      pill.textContent = "kill switch: not available";
+      pill.className = "pill warn";
+      $("trips").replaceChildren(el("li", { class: "empty", text: "not available" }));
+      return;
+    }
+    if (!data) return;
+    const ks = killSection(data);
+    if (!ks) {
+      body.replaceChildren(el("tr", {}, el("td", { colspan: "6", class: "empty", text: "The flags response has no kill-switch section." })));
+      return;
+    }
+    const overall = String(pick(ks, "state", "status", "mode") ?? "unknown");
+    const ceiling = pick(ks, "ceiling");
+    let label = "kill switch: " + overall;
+    if (ceiling === 0) label += " · retrieval disabled";
+    else if (typeof ceiling === "number") label += " · phases capped at " + ceiling;
+    const cooldown = pick(ks, "cooldown_remaining_s");
+    if (typeof cooldown === "number" && cooldown > 0) label += " · probe in " + Math.ceil(cooldown) + " s";
+    pill.textContent = label;
+    pill.className = "pill " + (/^(closed|ok)$/.test(overall) ? "ok" : /half/.test(overall) ? "warn" : "bad");
+
+    const windows = phaseWindows(ks);
+    body.replaceChildren(...windows.map((w) => el("tr", { "data-phase": w.phase },
+      el("th", { scope: "row", text: w.phase }),
+      el("td", { class: "num", "data-testid": "samples", text: fmt(w.samples) }),
+      el("td", { class: "num", text: fmt(w.p50) }),
+      el("td", { class: "num", text: fmt(w.p95) }),
+      el("td", { class: "num", text: pct(w.errorRate) }),
+      phaseState(w, ceiling),
+    )));
+    if (windows.length === 0) body.replaceChildren(el("tr", {}, el("td", { colspan: "6", class: "empty", text: "No windows reported yet." })));
+
+    for (const w of windows) {
+      const h = state.history[w.phase];
+      if (!h) continue;
+      h.push(typeof w.p95 === "number" ? w.p95 : null);
+      if (h.length > HISTORY_POINTS) h.shift();
+    }
+    drawChart();
+
+    // Newest first (the service lists them that way).
+    const trips = pick(ks, "events", "trips", "recent_trips", "history") || [];
+    $("trips").replaceChildren(...(trips.length ? trips.slice(0, 20).map((t) => el("li", {
+      class: /recover|reset/.test(String(t.kind)) ? "state-ok" : "state-bad",
+      text: typeof t === "string" ? t : [when(pick(t, "at", "when", "time")), pick(t, "kind", "action", "event"),
+        pick(t, "trigger"), t.phase !== undefined && t.phase !== null ? "phase " + t.phase : null,
+        t.ceiling !== undefined && t.ceiling !== null ? "ceiling " + t.ceiling : null, pick(t, "reason", "detail")]
+        .filter((x) => x !== undefined && x !== null && x !== "").map((x) => fmt(x)).join(" · "),
+    })) : [el("li", { class: "empty", text: "none" })]));
+    renderAudit(data.audit);
+  }
+
+  function when(at) {
+    if (typeof at === "number") return new Date(at > 1e12 ? at : at * 1000).toLocaleTimeString();
+    if (typeof at === "string" && !Number.isNaN(Date.parse(at))) return new Date(at).toLocaleTimeString();
+    return at;
+  }
+
+  function phaseState(w, ceiling) {
+    const n = Number(w.phase);
+    let text = w.state || "in use";
+    let bad = false;
+    if (ceiling === 0) { text = "disabled"; bad = true; }
+    else if (typeof ceiling === "number" && n > ceiling) { text = "dropped"; bad = true; }
+    return el("td", { class: bad ? "state-bad" : "state-ok", text });
+  }
+
+  function renderAudit(rows) {
+    const list = $("audit");
+    if (!Array.isArray(rows) || rows.length === 0) { list.replaceChildren(el("li", { class: "empty", text: "none" })); return; }
+    list.replaceChildren(...rows.slice(0, 10).map((r) => el("li", {
+      text: [when(r.at), r.action, r.name, fmt(r.old_value) + " → " + fmt(r.new_value), r.actor_address ? "from " + r.actor_address : null]
+        .filter((x) => x !== undefined && x !== null && x !== "").join(" · "),
+    })));
+  }
+
+  function drawChart() {
+    const canvas = $("latency-chart");
+    const ratio = window.devicePixelRatio || 1;
+    const width = canvas.clientWidth || 560;
+    const height = canvas.clientHeight || 180;
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    const css = getComputedStyle(document.documentElement);
+    const colour = (name) => css.getPropertyValue(name).trim() || "#888";
+    const all = PHASES.flatMap((p) => state.history[p].filter((v) => v !== null));
+    const max = Math.max(10, ...all) * 1.15;
+    const pad = { l: 42, r: 8, t: 8, b: 16 };
+    const plotW = width - pad.l - pad.r;
+    const plotH = height - pad.t - pad.b;
+    ctx.strokeStyle = colour("--line");
+    ctx.fillStyle = colour("--muted");
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.lineWidth = 1;
+    for (let i = 0; i <= 4; i++) {
+      const y = pad.t + plotH - (plotH * i) / 4;
+      ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(width - pad.r, y); ctx.stroke();
+      ctx.fillText(((max * i) / 4).toFixed(max < 40 ? 1 : 0), 4, y + 4);
+    }
+    ctx.fillText("samples: " + HISTORY_POINTS + " × 3 s", pad.l + 4, height - 3);
+    const latest = [];
+    for (const p of PHASES) {
+      const h = state.history[p];
+      ctx.strokeStyle = colour("--p" + p);
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      let started = false;
+      h.forEach((v, i) => {
+        if (v === null) { started = false; return; }
+        const x = pad.l + (plotW * (i + HISTORY_POINTS - h.length)) / (HISTORY_POINTS - 1);
+        const y = pad.t + plotH - (plotH * v) / max;
+        if (started) ctx.lineTo(x, y); else { ctx.moveTo(x, y); started = true; }
+      });
+      ctx.stroke();
+      ctx.fillStyle = colour("--p" + p);
+      h.forEach((v, i) => {  // a dot per sample: a single poll is visible too
+        if (v === null) return;
+        const x = pad.l + (plotW * (i + HISTORY_POINTS - h.length)) / (HISTORY_POINTS - 1);
+        ctx.beginPath(); ctx.arc(x, pad.t + plotH - (plotH * v) / max, 2.2, 0, 2 * Math.PI); ctx.fill();
+      });
+      const last = h.filter((v) => v !== null).pop();
+      latest.push("phase " + p + " " + (last === undefined ? "no data" : last.toFixed(1) + " ms"));
+    }
+    canvas.setAttribute("aria-label", "p95 latency per phase over time; latest: " + latest.join(", "));
+  }
+
+  async function refreshFlags() {
+    if (!state.token || state.flagsAvailable === false) { renderFlags(); renderMonitors(null); return; }
+    const res = await api("GET", "/admin/flags", undefined, true);
+    if (res.status === 404 || res.status === 405) {
+      state.flagsAvailable = false;
+      for (const b of ["set-phase", "enable", "disable", "kill", "reset"]) $(b).disabled = true;
+      renderFlags(); renderMonitors(null);
+      return;
+    }
+    if (res.status === 401 || res.status === 403) {
+      setToken(null, "Token rejected: " + errorText(res));
+      return;
+    }
+    if (!res.ok) { $("flags-status").textContent = "Could not load flags: " + errorText(res); return; }
+    state.flagsAvailable = true;
+    state.flags = flagRows(res.data);
+    renderFlags();
+    renderMonitors(res.data);
+    $("monitor-updated").textContent = "updated " + new Date().toLocaleTimeString();
+  }
+
+  async function adminAction(method, path, body, done) {
+    if (!state.token) { $("flags-status").textContent = "Enter the admin token first."; return; }
+    $("flags-status").textContent = "working…";
+    const res = await api(method, path, body, true);
+    if (res.status === 404 && state.flagsAvailable !== true) {
+      $("flags-status").textContent = "Not available: " + method + " " + path + " does not exist on this service.";
+      return;
+    }
+    $("flags-status").textContent = res.ok ? "Done: " + done + "." : "Failed: " + errorText(res);
+    await refreshFlags();
+  }
+
+  function setToken(token, message) {
+    state.token = token || null;
+    for (const b of document.querySelectorAll("[data-admin]")) b.disabled = !state.token;
+    $("token-status").textContent = message;
+    if (!state.token) { state.flags = []; state.flagsAvailable = null; }
+    renderFlags();
+    renderMonitors(null);
+    if (!state.token) {
+      $("monitor-body").replaceChildren(el("tr", {}, el("td", { colspan: "6", class: "empty", text: "Enter the admin token to watch the monitors." })));
+      $("kill-state").textContent = "kill switch: unknown";
+      $("kill-state").className = "pill";
+      $("trips").replaceChildren(el("li", { class: "empty", text: "none" }));
+      $("audit").replaceChildren(el("li", { class: "empty", text: "none" }));
+    }
+  }
+
+  async function useToken(event) {
+    event.preventDefault();
+    const input = $("admin-token");
+    const token = input.value.trim();
+    input.value = "";  // the token now lives only in state.token
+    if (!token) { setToken(null, "No token given."); return; }
+    setToken(token, "Checking token…");
+    const res = await api("GET", "/admin/replay/files", undefined, true);
+    if (res.status === 401 || res.status === 403) { setToken(null, "Token rejected: " + errorText(res)); return; }
+    $("token-status").textContent = "Token in use (memory only).";
+    if (res.ok && res.data && Array.isArray(res.data.files)) {
+      $("replay-files").replaceChildren(...res.data.files.map((f) => el("option", { value: f })));
+    }
+    await refreshFlags();
+  }
+
+  // ---------------------------------------------------------------- replay
+  let lastReplay = null;
+
+  function renderReplay() {
+    const out = $("replay-results");
+    if (!lastReplay) return;
+    const r = lastReplay;
+    const onlyFailures = $("replay-failures").checked;
+    const rows = r.results.filter((c) => !onlyFailures || !c.passed).map((c) => el("tr", { class: c.passed ? "" : "failed" },
+      el("td", { "data-label": "Verdict" }, el("span", { class: c.passed ? "pass" : "fail", text: c.passed ? "PASS" : "FAIL" })),
+      el("td", { "data-label": "Case" }, el("code", { text: c.id })),
+      el("td", { "data-label": "Phase", text: String(c.phase) }),
+      el("td", { "data-label": "Query", text: c.query }),
+      el("td", { "data-label": "Reason", text: c.failures.join("; ") || "–" }),
+    ));
+    out.replaceChildren(
+      el("p", { class: "summary " + (r.failed ? "fail" : "pass"), "data-testid": "replay-summary",
+        text: r.source + ": " + r.passed + " passed, " + r.failed + " failed (" + fmt(r.duration_ms, 0) + " ms)" }),
+      rows.length ? el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Replay results" },
+        el("table", { class: "stack" },
+          el("thead", {}, el("tr", {}, ["Verdict", "Case", "Phase", "Query", "Reason"].map((h) => el("th", { scope: "col", text: h })))),
+          el("tbody", {}, rows)))
+        : el("p", { class: "empty", text: "No failures." }),
+    );
+  }
+
+  async function runReplay(event) {
+    event.preventDefault();
+    const out = $("replay-results");
+    if (!state.token) { out.replaceChildren(el("p", { class: "error", text: "Enter the admin token first." })); return; }
+    const body = { file: $("replay-file").value.trim() };
+    if ($("replay-phase").value) body.phase = Number($("replay-phase").value);
+    out.setAttribute("aria-busy", "true");
+    $("replay-run").disabled = true;
+    out.replaceChildren(el("p", { class: "hint", text: "Replaying " + body.file + "…" }));
+    try {
+      const res = await api("POST", "/admin/replay", body, true);
+      if (!res.ok) { lastReplay = null; out.replaceChildren(el("p", { class: "error", text: errorText(res) })); return; }
+      lastReplay = res.data;
+      renderReplay();
+    } finally {
+      out.setAttribute("aria-busy", "false");
+      $("replay-run").disabled = !state.token;
+    }
+  }
+
+  // ---------------------------------------------------------------- wiring
+  function tick() {
+    if ($("auto-refresh").checked && state.token) refreshFlags();
+  }
+
+  function init() {
+    $("query-form").addEventListener("submit", runQuery);
+    $("token-form").addEventListener("submit", useToken);
+    $("token-forget").addEventListener("click", () => setToken(null, "Token forgotten."));
+    $("flags-filter").addEventListener("input", renderFlags);
+    $("replay-form").addEventListener("submit", runReplay);
+    $("replay-failures").addEventListener("change", renderReplay);
+    $("set-phase").addEventListener("click", () => adminAction("PUT", "/admin/flags",
+      { name: "phase", value: Number($("flag-phase").value) }, "phase set to " + $("flag-phase").value));
+    $("enable").addEventListener("click", () => adminAction("PUT", "/admin/flags", { name: "enabled", value: true }, "retrieval enabled"));
+    $("disable").addEventListener("click", () => adminAction("PUT", "/admin/flags", { name: "enabled", value: false }, "retrieval disabled"));
+    $("kill").addEventListener("click", () => {
+      if (window.confirm("Disable retrieval for every user now (kill switch)?")) {
+        adminAction("POST", "/admin/kill", { reason: "operator console" }, "kill switch engaged");
+      }
+    });
+    $("reset").addEventListener("click", () => adminAction("POST", "/admin/reset", undefined, "kill switch reset"));
+    $("auto-refresh").addEventListener("change", tick);
+    window.addEventListener("resize", drawChart);
+    setToken(null, "");
+    drawChart();
+    refreshReady();
+    state.timer = window.setInterval(tick, REFRESH_MS);
+    window.setInterval(refreshReady, 10000);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

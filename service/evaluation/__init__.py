@@ -1,0 +1,1 @@
+"""`python -m service eval`: retrieval quality on a BEIR-layout test collection."""

@@ -1,0 +1,388 @@
+"""`python -m service eval --dataset DIR [--phase 1|2|3|all] [--k 100] [--json FILE]`.
+
+1. Load a BEIR-layout dataset (beir.py).
+2. Isolation: its own database `eval_<dataset>` on the same server as the
+   service (DATABASE_URL, else the embedded PostgreSQL under DATA_DIR),
+   created and migrated here. The service's database is never touched.
+3. Index with the service's own parts: BEIR doc → `Document(slug="beir/<_id>",
+   category="concepts")` → the service's chunker → docs_knowledge(+_chunks)
+   (the seeder's sync functions) → `index_embeddings` (the service's indexer
+   and embedder, with an on-disk vector cache in front: cache.py).
+4. Run every query through the pipeline's own stages: `Pipeline.normalise`,
+   the in-memory keyword indexes with the flags' lexical scorer (phase 1
+   documents, phase 2 chunks), and for phase 3 the same keyword leg + the
+   pgvector semantic leg (`SemanticLeg.search`) + `fuse_evidence` with the
+   flags' method and query-type weights. What is bypassed: the API layer
+   (top_k is capped at 10 there), the decision rules (eval ranks, it does not
+   answer/clarify) and per-document de-duplication; documents are ranked by
+   their best chunk. Each leg hands max(k, candidate_pool) candidates to fusion.
+5. Metrics with ranx; baselines (baselines.py) in the same run and table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
+
+from service.domain.types import Chunk, Document, Evidence
+from service.evaluation.beir import BeirDataset, DatasetError, load_beir
+from service.evaluation.metrics import METRICS, evaluate
+from service.flags import Flags, LexicalFlags, load_flags
+from service.settings import PROJECT_ROOT, Settings
+
+CACHE_DIR = PROJECT_ROOT / ".cache" / "embeddings"
+EVAL_CATEGORY = "concepts"
+SLUG_PREFIX = "beir/"
+
+
+class Progress:
+    """Periodic progress lines with rate and ETA (stderr, so --json stays clean on stdout)."""
+
+    def __init__(self, label: str, total: int, every_s: float = 2.0) -> None:
+        self.label, self.total, self.every_s = label, total, every_s
+        self.started = time.perf_counter()
+        self.last = 0.0
+
+    def update(self, done: int, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not force and now - self.last < self.every_s and done < self.total:
+            return
+        self.last = now
+        elapsed = now - self.started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = (self.total - done) / rate if rate > 0 else 0.0
+        say(f"{self.label}: {done}/{self.total} ({rate:.1f}/s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s)")
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def database_name(dataset: str) -> str:
+    return "eval_" + (re.sub(r"[^a-z0-9_]+", "_", dataset.lower()).strip("_") or "dataset")[:40]
+
+
+def with_database(dsn: str, database: str) -> str:
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+def to_documents(dataset: BeirDataset) -> list[Document]:
+    docs = []
+    for d in dataset.corpus:
+        digest = hashlib.sha256(json.dumps([d.title, d.text]).encode()).hexdigest()
+        docs.append(Document(
+            slug=SLUG_PREFIX + d.doc_id, category=EVAL_CATEGORY, title=d.title or d.doc_id,
+            content=d.text, keywords=(), content_hash=digest,
+        ))
+    return docs
+
+
+def doc_ranking(evidence: Sequence[Evidence], k: int) -> list[str]:
+    """Documents by their best chunk, ids without the slug prefix."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for e in evidence:
+        if e.doc_slug not in seen:
+            seen.add(e.doc_slug)
+            out.append(e.doc_slug.removeprefix(SLUG_PREFIX))
+            if len(out) == k:
+                break
+    return out
+
+
+async def prepare_database(admin_dsn: str, name: str, migrations_dir: Path) -> str:
+    import asyncpg
+
+    from service.db.migrate import migrate_up
+    from service.db.pool import ensure_vector_available
+
+    if urlsplit(admin_dsn).path.strip("/") == name or not name.startswith("eval_"):
+        raise ValueError(f"refusing to evaluate in database {name!r}")
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        if not await conn.fetchval("select 1 from pg_database where datname = $1", name):
+            await conn.execute(f'create database "{name}"')
+            say(f"created database {name}")
+    finally:
+        await conn.close()
+    dsn = with_database(admin_dsn, name)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await ensure_vector_available(conn)
+        await migrate_up(conn, migrations_dir)
+    finally:
+        await conn.close()
+    return dsn
+
+
+async def store_corpus(pool: Any, docs: list[Document], chunks: list[Chunk]) -> None:
+    from service.ingest.seeder import _sync_chunks, _sync_documents
+
+    async with pool.acquire() as conn, conn.transaction():
+        counts, orphaned = await _sync_documents(conn, docs)
+        chunk_counts = await _sync_chunks(conn, chunks, already_deleted=orphaned)
+    say(f"stored: documents {msgspec.to_builtins(counts)}, chunks {msgspec.to_builtins(chunk_counts)}")
+
+
+def chunk_all(docs: list[Document], max_tokens: int) -> list[Chunk]:
+    from service.ingest.chunker import chunk_document
+
+    progress = Progress("chunking", len(docs))
+    chunks: list[Chunk] = []
+    for i, doc in enumerate(docs, start=1):
+        chunks.extend(chunk_document(doc, max_tokens=max_tokens))
+        progress.update(i)
+    progress.update(len(docs), force=True)
+    return chunks
+
+
+async def run_eval(
+    dataset: BeirDataset, admin_dsn: str, settings: Settings, flags: Flags, phases: list[int], k: int,
+    *, baselines: bool = True, variants: bool = True, embedder: Any = None,
+) -> dict[str, Any]:
+    from service.db.pool import create_pool
+    from service.ingest.indexer import index_embeddings
+    from service.normalize.lexicon import Synonyms
+    from service.pipeline import Pipeline, SemanticLeg
+    from service.scoring.glossary import Glossary
+    from service.scoring.semantic import QueryEmbeddingCache
+
+    started = time.perf_counter()
+    name = database_name(dataset.name)
+    dsn = await prepare_database(admin_dsn, name, settings.migrations_dir)
+    docs = to_documents(dataset)
+    chunks = chunk_all(docs, flags.chunking.max_tokens)
+    pool = await create_pool(dsn, min_size=1, max_size=4)
+    results: dict[str, Any] = {"dataset": dataset.name, "phases": {}, "baselines": {}}
+    extra: dict[str, dict[str, float]] = {}
+    try:
+        await store_corpus(pool, docs, chunks)
+        t0 = time.perf_counter()
+        pipeline = Pipeline(glossary=Glossary(()), synonyms=Synonyms(), flags=lambda: flags)
+        pipeline.load_corpus(docs, chunks, 1)
+        say(f"keyword indexes: {len(docs)} documents, {len(chunks)} chunks in {time.perf_counter() - t0:.1f}s")
+        need_model = 3 in phases or baselines
+        if need_model and embedder is None:
+            embedder = load_cached_embedder(settings)
+        if 3 in phases:
+            report = await index_embeddings(
+                pool, embedder, batch_size=flags.embedding.batch_size,
+                progress=lambda line: say(f"embedding: {line}"),
+            )
+            say(f"embeddings: {report.embedded} embedded, {report.reused} already in {name} "
+                f"({embedder.store.hits} from the disk cache)")
+
+            async def model() -> str | None:
+                return str(embedder.model_name)
+
+            pipeline.semantic = SemanticLeg(
+                embedder=embedder, cache=QueryEmbeddingCache(flags.embedding.query_cache_size),
+                pool=lambda: pool, model=model,
+            )
+        rankings = await rank_all(pipeline, dataset, flags, phases, k, variants)
+        for label, run in rankings.items():
+            metrics = evaluate(dataset.qrels, run)
+            if label in {"1", "2", "3"}:
+                results["phases"][label] = metrics
+            else:
+                extra[label] = metrics
+        if baselines:
+            from service.evaluation.baselines import bm25_rankings, dense_rankings
+
+            t0 = time.perf_counter()
+            results["baselines"]["bm25"] = evaluate(dataset.qrels, bm25_rankings(dataset, k))
+            say(f"baseline bm25 in {time.perf_counter() - t0:.1f}s")
+            progress = Progress("baseline dense: embedding documents", len(dataset.corpus))
+            results["baselines"]["dense"] = evaluate(
+                dataset.qrels, dense_rankings(dataset, embedder, k, progress=lambda d, _t: progress.update(d))
+            )
+    finally:
+        await pool.close()
+    say(f"eval finished in {time.perf_counter() - started:.0f}s")
+    results["_variants"] = extra
+    return results
+
+
+def load_cached_embedder(settings: Settings) -> Any:
+    from service.evaluation.cache import CachedEmbedder
+    from service.ingest.embedder import Embedder
+
+    t0 = time.perf_counter()
+    inner = Embedder(settings.embedding_model) if settings.embedding_model else Embedder()
+    say(f"model {inner.model_name} loaded in {time.perf_counter() - t0:.1f}s")
+    return CachedEmbedder(inner, CACHE_DIR)
+
+
+async def rank_all(
+    pipeline: Any, dataset: BeirDataset, flags: Flags, phases: list[int], k: int, variants: bool
+) -> dict[str, dict[str, list[str]]]:
+    from service.normalize.text import rewrite_for_embedding
+    from service.scoring.fusion import detect_query_type, fusion_method
+    from service.scoring.hybrid import fuse_evidence
+
+    indexes = pipeline.indexes
+    lexical = flags.lexical
+    other = LexicalFlags(**{**msgspec.to_builtins(lexical), "scorer": "seed" if lexical.scorer == "bm25" else "bm25"})
+    pool_size = max(k, flags.retrieval.candidate_pool)
+    runs: dict[str, dict[str, list[str]]] = {}
+
+    def put(label: str, qid: str, ranking: list[str]) -> None:
+        runs.setdefault(label, {})[qid] = ranking
+
+    progress = Progress(f"querying phases {phases}", len(dataset.queries))
+    for done, (qid, text) in enumerate(dataset.queries.items(), start=1):
+        query, _notes = pipeline.normalise(text, flags)
+        tokens = query.tokens
+        if 1 in phases:
+            put("1", qid, doc_ranking(indexes.documents.search(tokens, limit=k, lexical=lexical), k))
+            if variants:
+                put(f"1 lexical={other.scorer}", qid, doc_ranking(indexes.documents.search(tokens, limit=k, lexical=other), k))
+        if 2 in phases:
+            every = len(indexes.chunks.units)
+            put("2", qid, doc_ranking(indexes.chunks.search(tokens, limit=every, lexical=lexical), k))
+            if variants:
+                put(f"2 lexical={other.scorer}", qid, doc_ranking(indexes.chunks.search(tokens, limit=every, lexical=other), k))
+        if 3 in phases:
+            keyword = indexes.chunks.search(tokens, limit=pool_size, lexical=lexical)
+            rewritten = rewrite_for_embedding(query.raw, pipeline.synonyms.phrases, pipeline.synonyms.words)
+            hits, _timings = await pipeline.semantic.search(rewritten, pool_size, None, flags)
+            query_type = detect_query_type(query.raw)
+            weights = getattr(flags.fusion.weights, query_type)
+
+            def fuse(
+                method: str, w: tuple[float, float], kw: Sequence[Evidence] = keyword,
+                hits: Sequence[Any] = hits, query_type: Any = query_type,
+            ) -> list[str]:
+                return doc_ranking(fuse_evidence(
+                    kw, hits, method=fusion_method(method), weights=w, query_type=query_type,
+                    rrf_k=flags.fusion.rrf_k, doc_info=indexes.doc_info,
+                ), k)
+
+            put("3", qid, fuse(flags.fusion.method, weights))
+            if variants:
+                put("3 weighted (query-type weights)", qid, fuse("weighted", weights))
+                put("3 weighted 0.3/0.7 (default)", qid, fuse("weighted", flags.fusion.weights.default))
+                put(f"3 rrf k={flags.fusion.rrf_k}", qid, fuse("rrf", weights))
+                other_kw = indexes.chunks.search(tokens, limit=pool_size, lexical=other)
+                put(f"3 rrf, lexical={other.scorer}", qid, fuse("rrf", weights, other_kw))
+                put("3 semantic leg only", qid, doc_ranking([_hit_evidence(h) for h in hits], k))
+        progress.update(done)
+    return runs
+
+
+def _hit_evidence(hit: Any) -> Evidence:
+    return Evidence(doc_slug=hit.doc_slug, title=hit.title, category=hit.category, snippet="",
+                    score=hit.similarity, content_hash="", matched_terms=(), source="embedding")
+
+
+def format_table(results: dict[str, Any], flags: Flags) -> str:
+    head = "| system | " + " | ".join(METRICS) + " |"
+    lines = [head, "|---|" + "---|" * len(METRICS)]
+    names = {
+        "1": f"phase 1 (documents, lexical={flags.lexical.scorer})",
+        "2": f"phase 2 (chunks, lexical={flags.lexical.scorer})",
+        "3": f"phase 3 (hybrid, fusion={flags.fusion.method})",
+    }
+
+    def row(label: str, m: dict[str, float]) -> None:
+        lines.append(f"| {label} | " + " | ".join(f"{m[x]:.4f}" for x in METRICS) + " |")
+
+    for phase, metrics in results["phases"].items():
+        row(names[phase], metrics)
+    for label, metrics in results.get("_variants", {}).items():
+        row(f"variant: phase {label}", metrics)
+    if "bm25" in results["baselines"]:
+        row("baseline BM25 (bm25s lucene k1=1.5 b=0.75, Snowball)", results["baselines"]["bm25"])
+    if "dense" in results["baselines"]:
+        row("baseline dense (all-MiniLM-L6-v2, exact cosine)", results["baselines"]["dense"])
+    return "\n".join(lines)
+
+
+def targets(results: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    phases, base = results["phases"], results["baselines"]
+    if not base:
+        return out
+    bm25 = base["bm25"]["ndcg@10"]
+    best = max(b["ndcg@10"] for b in base.values())
+    for p in ("1", "2"):
+        if p in phases:
+            d = phases[p]["ndcg@10"] - bm25
+            out.append(f"phase {p} nDCG@10 - BM25 = {d:+.4f} ({'met' if d >= 0 else 'MISSED'}: >= 0)")
+    if "3" in phases:
+        d = phases["3"]["ndcg@10"] - best
+        out.append(f"phase 3 nDCG@10 - best baseline = {d:+.4f} ({'met' if d >= 0.03 else 'MISSED'}: >= +0.03)")
+    return out
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "eval", help="retrieval quality on a BEIR-layout dataset",
+        description="Index a BEIR-layout dataset into its own database (eval_<name>) with the "
+        "service's chunker, embedder and scorers, run every query per phase, print nDCG@10, "
+        "Recall@10, Recall@100 and MRR@10 next to BM25 and dense baselines.",
+    )
+    p.add_argument("--dataset", type=Path, required=True, help="directory with corpus.jsonl, queries.jsonl, qrels/test.tsv")
+    p.add_argument("--phase", choices=("1", "2", "3", "all"), default="all")
+    p.add_argument("--k", type=int, default=100, help="ranking depth per query (default 100)")
+    p.add_argument("--json", type=Path, help="also write the metrics as JSON to this file")
+    p.add_argument("--no-baselines", action="store_true", help="skip the BM25 and dense baselines")
+    p.add_argument("--no-variants", action="store_true", help="skip the alternative scorer/fusion rows")
+    p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    settings = settings.with_overrides(data_dir=args.data_dir)
+    try:
+        dataset = load_beir(args.dataset)
+    except DatasetError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.k < 10:
+        print("error: --k must be >= 10", file=sys.stderr)
+        return 2
+    flags = load_flags(settings.flags_file)
+    phases = [1, 2, 3] if args.phase == "all" else [int(args.phase)]
+    say(f"dataset {dataset.name}: {len(dataset.corpus)} documents, {len(dataset.queries)} judged queries")
+    results = with_server(settings, lambda dsn: run_eval(
+        dataset, dsn, settings, flags, phases, args.k,
+        baselines=not args.no_baselines, variants=not args.no_variants,
+    ))
+    print(format_table(results, flags))
+    for line in targets(results):
+        print(line)
+    if args.json:
+        public = {key: results[key] for key in ("dataset", "phases", "baselines")}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(public, indent=2) + "\n", encoding="utf-8")
+        say(f"wrote {args.json}")
+    return 0
+
+
+def with_server(settings: Settings, work: Callable[[str], Any]) -> Any:
+    """Run `work(admin_dsn)` on DATABASE_URL's server or the embedded one."""
+    from service.db.embedded import EmbeddedPostgres
+
+    embedded = None
+    dsn = settings.database_url
+    try:
+        if dsn is None:
+            embedded = EmbeddedPostgres(settings.data_dir, port=settings.pg_port)
+            dsn = embedded.start()
+        return asyncio.run(work(dsn))
+    finally:
+        if embedded is not None:
+            embedded.stop()

@@ -1,0 +1,341 @@
+"""Kill switch: rolling per-phase windows of latency and outcome → phase ceiling.
+
+The seed plan's table (defaults in ``flags.yaml`` → ``kill_switch``):
+
+| trigger                    | window | action                       |
+|----------------------------|--------|------------------------------|
+| p95 > 500 ms               | 5 min  | drop one phase (3 → 2 → 1)   |
+| p95 still breached         | next   | disable retrieval            |
+| error rate > 5 %           | 5 min  | disable retrieval            |
+| manual (`POST /admin/kill`)| now    | disable retrieval            |
+
+State is a *ceiling* on the phase: ``None`` (closed, no restriction), 2 or 1
+(phases dropped) or 0 (retrieval disabled).  A window needs ``min_samples``
+before it can trip.  After ``cooldown_s`` a tripped switch goes half-open:
+``probe_share`` of the requests run at the configured phase again; once the
+probed phase has ``min_samples`` healthy samples the switch closes, a breach
+re-opens it for another cool-down.  A manual kill only clears through
+``reset()``.
+
+p95 without sorting: for the nearest-rank percentile, ``p95 > T`` holds
+exactly when more than 5 % of the samples are slower than ``T``, so each
+window keeps a running count of slow samples and the per-request cost is
+O(1) amortised.  Exact p50/p95 figures are computed only for reports.
+
+Pure logic: no I/O, no asyncio; time comes from an injectable clock in
+milliseconds so tests run the 5-minute logic in milliseconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from service.flags import Flags, KillSwitchFlags
+
+log = logging.getLogger("service.killswitch")
+
+Clock = Callable[[], float]
+"""Milliseconds from an arbitrary origin (monotonic)."""
+
+State = Literal["closed", "tripped", "half_open", "manual"]
+EventKind = Literal["trip", "half_open", "recover", "probe_failed", "manual_kill", "reset"]
+
+PHASE_TIERS = {"phase1": 1, "phase2": 2, "phase3": 3}
+MAX_EVENTS = 50
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    samples: int
+    errors: int
+    slow: int
+    """Samples slower than the p95 threshold in force when they were recorded."""
+    p50_ms: float | None
+    p95_ms: float | None
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.samples if self.samples else 0.0
+
+    @property
+    def slow_share(self) -> float:
+        return self.slow / self.samples if self.samples else 0.0
+
+
+@dataclass
+class RollingWindow:
+    """Samples of one phase within the last `window_ms`: (t, latency, error, slow)."""
+
+    samples: deque[tuple[float, float, bool, bool]] = field(default_factory=deque)
+    errors: int = 0
+    slow: int = 0
+
+    def add(self, now: float, latency_ms: float, error: bool, slow: bool) -> None:
+        self.samples.append((now, latency_ms, error, slow))
+        self.errors += error
+        self.slow += slow
+
+    def prune(self, now: float, window_ms: float) -> None:
+        cutoff = now - window_ms
+        samples = self.samples
+        while samples and samples[0][0] < cutoff:
+            _, _, error, slow = samples.popleft()
+            self.errors -= error
+            self.slow -= slow
+
+    def clear(self) -> None:
+        self.samples.clear()
+        self.errors = self.slow = 0
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def stats(self) -> WindowStats:
+        n = len(self.samples)
+        if not n:
+            return WindowStats(0, 0, 0, None, None)
+        latencies = sorted(s[1] for s in self.samples)
+        return WindowStats(
+            samples=n, errors=self.errors, slow=self.slow,
+            p50_ms=round(_nearest_rank(latencies, 0.50), 3),
+            p95_ms=round(_nearest_rank(latencies, 0.95), 3),
+        )
+
+
+def _nearest_rank(ordered: list[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list (the definition the trigger uses)."""
+    return ordered[max(1, math.ceil(q * len(ordered))) - 1]
+
+
+@dataclass(frozen=True)
+class KillSwitchEvent:
+    kind: EventKind
+    at_ms: float
+    """Clock time (ms) of the event; `wall_time` is for humans."""
+    wall_time: float
+    reason: str
+    trigger: str
+    """A short, fixed label for metrics: error_rate, p95, p95_still_breached, cooldown,
+    probe_ok, probe_breached, manual, configured."""
+    phase: int | None
+    """The phase whose window caused the event (None for manual actions)."""
+    ceiling: int | None
+    """The ceiling after the event: None = no restriction, 0 = disabled."""
+    window: WindowStats | None = None
+
+
+@dataclass(frozen=True)
+class Breach:
+    kind: Literal["error_rate", "p95"]
+    stats: WindowStats
+
+
+class KillSwitch:
+    """Per-phase windows + the trip / half-open / recover state machine.
+
+    `record()` is the pipeline's recorder; `effective_phase()` is its router
+    input (flags + kill switch → the phase to start from, 0 = disabled).
+    """
+
+    def __init__(
+        self,
+        settings: Callable[[], KillSwitchFlags],
+        *,
+        clock: Clock = monotonic_ms,
+        on_event: Callable[[KillSwitchEvent], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.on_event = on_event
+        self.windows: dict[int, RollingWindow] = {p: RollingWindow() for p in (1, 2, 3)}
+        self.ceiling: int | None = None
+        self.manual = False
+        self.half_open = False
+        self.drops = 0
+        """p95 drops since the switch was last closed (a second breach disables)."""
+        self.tripped_at: float | None = None
+        self.events: deque[KillSwitchEvent] = deque(maxlen=MAX_EVENTS)
+        self._probe_credit = 0.0
+
+    # -- state --------------------------------------------------------------
+    @property
+    def state(self) -> State:
+        if self.manual:
+            return "manual"
+        if self.ceiling is None:
+            return "closed"
+        return "half_open" if self.half_open else "tripped"
+
+    def effective_phase(self, flags: Flags) -> int:
+        """The phase a request starts from: 0 when retrieval is disabled.
+
+        While half-open, every 1/probe_share-th request is a probe and runs at
+        the configured phase (deterministic, so tests and operators can
+        reason about it).
+        """
+        if not flags.enabled:
+            return 0
+        ceiling = self.ceiling
+        if ceiling is None:
+            return flags.phase
+        self._maybe_half_open()
+        if self.half_open:
+            if flags.phase <= ceiling:  # the configured phase is already below the cap
+                self._recover(None, "configured phase is within the kill-switch ceiling",
+                              "configured")
+                return flags.phase
+            self._probe_credit += self.settings().probe_share
+            if self._probe_credit >= 1.0:
+                self._probe_credit -= 1.0
+                return flags.phase
+        return min(ceiling, flags.phase)
+
+    # -- samples ------------------------------------------------------------
+    def record(self, tier: str, latency_ms: float, error: bool) -> None:
+        """One tier attempt: its latency and whether it failed (timeout, DB, exception)."""
+        phase = PHASE_TIERS.get(tier)
+        if phase is None:
+            return
+        cfg = self.settings()
+        now = self.clock()
+        window = self.windows[phase]
+        window.prune(now, cfg.window_s * 1000.0)
+        window.add(now, latency_ms, error, latency_ms > cfg.p95_ms)
+        if self.manual:
+            return
+        breach = self._breach(window, cfg)
+        ceiling = self.ceiling
+        if ceiling is not None and (phase > ceiling or ceiling == 0):
+            # A probe sample (only probes run above the ceiling).
+            if not self.half_open:
+                return  # a request that started before the trip; ignore
+            if breach is not None:
+                self._reopen(phase, breach)
+            elif len(window) >= cfg.min_samples:
+                self._recover(phase, "probed phase healthy", "probe_ok")
+            return
+        if breach is None:
+            return
+        if breach.kind == "error_rate":
+            self._trip(0, phase, f"error rate {breach.stats.error_rate:.1%} > {cfg.error_rate:.1%}",
+                       "error_rate", breach)
+        elif self.drops >= 1:
+            self._trip(0, phase, f"p95 still above {cfg.p95_ms:g} ms after dropping a phase",
+                       "p95_still_breached", breach)
+        elif phase <= 1:
+            self._trip(0, phase, f"p95 above {cfg.p95_ms:g} ms on phase 1", "p95", breach)
+        else:
+            self.drops += 1
+            self._trip(phase - 1, phase, f"p95 above {cfg.p95_ms:g} ms: phase {phase} dropped",
+                       "p95", breach)
+
+    @staticmethod
+    def _breach(window: RollingWindow, cfg: KillSwitchFlags) -> Breach | None:
+        n = len(window)
+        if n < cfg.min_samples:
+            return None
+        if window.errors / n > cfg.error_rate:
+            return Breach("error_rate", window.stats())
+        if window.slow / n > 0.05:  # ⇔ nearest-rank p95 > threshold
+            return Breach("p95", window.stats())
+        return None
+
+    # -- transitions --------------------------------------------------------
+    def _maybe_half_open(self) -> None:
+        if self.manual or self.half_open or self.ceiling is None or self.tripped_at is None:
+            return
+        now = self.clock()
+        if now - self.tripped_at >= self.settings().cooldown_s * 1000.0:
+            self.half_open = True
+            self._probe_credit = 0.0
+            self._clear_windows()
+            self._emit("half_open", None, "cool-down over: probing with a share of traffic",
+                       "cooldown", None)
+
+    def _trip(self, ceiling: int, phase: int, reason: str, trigger: str, breach: Breach) -> None:
+        self.ceiling = ceiling if self.ceiling is None else min(ceiling, self.ceiling)
+        self.tripped_at = self.clock()
+        self.half_open = False
+        self._clear_windows()
+        self._emit("trip", phase, reason, trigger, breach.stats)
+
+    def _reopen(self, phase: int, breach: Breach) -> None:
+        self.half_open = False
+        self.tripped_at = self.clock()
+        self._clear_windows()
+        self._emit("probe_failed", phase, f"probe breached ({breach.kind}); cool-down restarts",
+                   "probe_breached", breach.stats)
+
+    def _recover(self, phase: int | None, reason: str, trigger: str) -> None:
+        self.ceiling = None
+        self.half_open = False
+        self.drops = 0
+        self.tripped_at = None
+        stats = self.windows[phase].stats() if phase is not None else None
+        self._clear_windows()
+        self._emit("recover", phase, reason, trigger, stats)
+
+    def kill(self, reason: str = "manual override") -> KillSwitchEvent:
+        """`POST /admin/kill`: disable retrieval now, until `reset()`."""
+        self.manual = True
+        self.ceiling = 0
+        self.half_open = False
+        self.tripped_at = self.clock()
+        return self._emit("manual_kill", None, reason, "manual", None)
+
+    def reset(self, reason: str = "manual reset") -> KillSwitchEvent:
+        """`POST /admin/reset`: clear every trip (and a manual kill) now."""
+        self.manual = False
+        self.ceiling = None
+        self.half_open = False
+        self.drops = 0
+        self.tripped_at = None
+        self._clear_windows()
+        return self._emit("reset", None, reason, "manual", None)
+
+    def _clear_windows(self) -> None:
+        # Samples from before a transition say nothing about the new state.
+        for window in self.windows.values():
+            window.clear()
+
+    def _emit(self, kind: EventKind, phase: int | None, reason: str, trigger: str,
+              stats: WindowStats | None) -> KillSwitchEvent:
+        event = KillSwitchEvent(kind=kind, at_ms=self.clock(), wall_time=time.time(), reason=reason,
+                                trigger=trigger, phase=phase, ceiling=self.ceiling, window=stats)
+        self.events.append(event)
+        level = logging.INFO if kind in ("recover", "reset", "half_open") else logging.WARNING
+        log.log(level, "kill switch %s: %s (phase %s, ceiling %s)", kind, reason, phase,
+                "none" if self.ceiling is None else self.ceiling)
+        if self.on_event is not None:
+            self.on_event(event)
+        return event
+
+    # -- reporting ----------------------------------------------------------
+    def refresh(self) -> None:
+        """Apply a cool-down that ended while no request came (for reports)."""
+        self._maybe_half_open()
+
+    def window_stats(self) -> dict[int, WindowStats]:
+        cfg = self.settings()
+        now = self.clock()
+        out: dict[int, WindowStats] = {}
+        for phase, window in self.windows.items():
+            window.prune(now, cfg.window_s * 1000.0)
+            out[phase] = window.stats()
+        return out
+
+    def cooldown_remaining_s(self) -> float | None:
+        if self.ceiling is None or self.manual or self.half_open or self.tripped_at is None:
+            return None
+        left = self.settings().cooldown_s - (self.clock() - self.tripped_at) / 1000.0
+        return max(0.0, round(left, 3))

@@ -1,0 +1,170 @@
+"""The kill-switch state machine with a fake clock (5-minute windows in microseconds)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from service.flags import Flags, KillSwitchFlags
+from service.routing.monitor import KillSwitch, RollingWindow, _nearest_rank
+
+DEFAULTS = KillSwitchFlags()  # the seed plan's table: 500 ms, 5 min, 5 %, 20 samples, 10 min
+FLAGS = Flags()  # phase 3, enabled
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds * 1000.0
+
+
+def make(cfg: KillSwitchFlags = DEFAULTS) -> tuple[KillSwitch, FakeClock, list[str]]:
+    clock = FakeClock()
+    events: list[str] = []
+    ks = KillSwitch(lambda: cfg, clock=clock, on_event=lambda e: events.append(f"{e.kind}:{e.trigger}"))
+    return ks, clock, events
+
+
+def feed(ks: KillSwitch, clock: FakeClock, tier: str, n: int, latency: float, error: bool = False,
+         every_s: float = 1.0) -> None:
+    for _ in range(n):
+        ks.record(tier, latency, error)
+        clock.advance(every_s)
+
+
+def test_p95_shortcut_matches_nearest_rank() -> None:
+    rng = random.Random(7)
+    for _ in range(500):
+        n = rng.randint(1, 80)
+        values = [rng.choice([10.0, 600.0, 400.0, 501.0, 500.0]) for _ in range(n)]
+        slow = sum(v > 500 for v in values)
+        assert (_nearest_rank(sorted(values), 0.95) > 500) == (slow / n > 0.05)
+
+
+def test_needs_min_samples_before_tripping() -> None:
+    ks, clock, events = make()
+    feed(ks, clock, "phase3", 19, latency=2000)
+    assert ks.state == "closed" and events == []
+    feed(ks, clock, "phase3", 1, latency=2000)
+    assert ks.state == "tripped" and ks.ceiling == 2 and events == ["trip:p95"]
+    assert ks.effective_phase(FLAGS) == 2
+
+
+def test_healthy_traffic_never_trips() -> None:
+    ks, clock, events = make()
+    feed(ks, clock, "phase3", 200, latency=40)
+    feed(ks, clock, "phase3", 5, latency=900)  # 5 of 205 slow: p95 still fine
+    assert ks.state == "closed" and events == []
+
+
+def test_old_samples_leave_the_window() -> None:
+    ks, clock, _ = make()
+    feed(ks, clock, "phase3", 19, latency=2000)
+    clock.advance(301)  # 5 minutes later the slow samples are gone
+    feed(ks, clock, "phase3", 19, latency=10)
+    assert ks.state == "closed"
+    assert ks.window_stats()[3].samples == 19
+
+
+def test_p95_drops_a_phase_then_disables_if_still_breached() -> None:
+    ks, clock, events = make()
+    feed(ks, clock, "phase3", 20, latency=800)
+    assert ks.effective_phase(FLAGS) == 2
+    # The next window: phase 2 is slow as well → retrieval disabled.
+    feed(ks, clock, "phase2", 20, latency=800)
+    assert ks.ceiling == 0 and ks.effective_phase(FLAGS) == 0
+    assert events == ["trip:p95", "trip:p95_still_breached"]
+
+
+def test_drop_from_phase_two_goes_to_one() -> None:
+    ks, clock, _ = make()
+    feed(ks, clock, "phase2", 20, latency=800)
+    assert ks.effective_phase(FLAGS) == 1
+    assert ks.effective_phase(Flags(phase=1)) == 1
+
+
+def test_error_rate_disables_retrieval() -> None:
+    ks, clock, events = make()
+    feed(ks, clock, "phase3", 18, latency=10)
+    feed(ks, clock, "phase3", 2, latency=10, error=True)  # 10 % > 5 %
+    assert ks.effective_phase(FLAGS) == 0 and events == ["trip:error_rate"]
+
+
+def test_error_rate_at_threshold_does_not_trip() -> None:
+    ks, clock, _ = make()
+    feed(ks, clock, "phase3", 19, latency=10)
+    feed(ks, clock, "phase3", 1, latency=10, error=True)  # exactly 5 %: not above
+    assert ks.state == "closed"
+
+
+def test_cooldown_half_open_probes_then_recovers() -> None:
+    cfg = KillSwitchFlags(probe_share=0.25)
+    ks, clock, events = make(cfg)
+    feed(ks, clock, "phase3", 20, latency=800)
+    assert ks.effective_phase(FLAGS) == 2
+    clock.advance(598)  # the feed already advanced 1 s past the trip
+    assert ks.state == "tripped" and ks.cooldown_remaining_s() == pytest.approx(1.0)
+    clock.advance(1)
+    phases = [ks.effective_phase(FLAGS) for _ in range(8)]
+    assert ks.state == "half_open"
+    assert phases.count(3) == 2 and phases.count(2) == 6  # a quarter of the traffic probes
+    feed(ks, clock, "phase3", 19, latency=50)
+    assert ks.state == "half_open"
+    feed(ks, clock, "phase3", 1, latency=50)
+    assert ks.state == "closed" and ks.effective_phase(FLAGS) == 3
+    assert events == ["trip:p95", "half_open:cooldown", "recover:probe_ok"]
+
+
+def test_failed_probe_restarts_the_cooldown() -> None:
+    ks, clock, events = make()
+    feed(ks, clock, "phase3", 20, latency=10, error=True)
+    assert ks.ceiling == 0
+    clock.advance(600)
+    ks.refresh()
+    assert ks.state == "half_open"
+    feed(ks, clock, "phase3", 20, latency=10, error=True)
+    assert ks.state == "tripped" and ks.ceiling == 0
+    assert events[-1] == "probe_failed:probe_breached"
+    assert ks.cooldown_remaining_s() == pytest.approx(600 - 0, abs=25)
+
+
+def test_manual_kill_holds_until_reset() -> None:
+    ks, clock, events = make()
+    ks.kill("maintenance")
+    assert ks.state == "manual" and ks.effective_phase(FLAGS) == 0
+    clock.advance(10_000)
+    feed(ks, clock, "phase3", 50, latency=5)
+    assert ks.effective_phase(FLAGS) == 0
+    ks.reset()
+    assert ks.state == "closed" and ks.effective_phase(FLAGS) == 3
+    assert events == ["manual_kill:manual", "reset:manual"]
+
+
+def test_reset_clears_a_trip_at_once() -> None:
+    ks, clock, _ = make()
+    feed(ks, clock, "phase3", 20, latency=800)
+    ks.reset()
+    assert ks.state == "closed" and ks.drops == 0 and ks.window_stats()[3].samples == 0
+
+
+def test_disabled_flag_wins_and_cache_is_not_sampled() -> None:
+    ks, clock, _ = make()
+    assert ks.effective_phase(Flags(enabled=False)) == 0
+    feed(ks, clock, "cache", 100, latency=10_000, error=True)
+    assert ks.state == "closed"
+
+
+def test_window_figures() -> None:
+    window = RollingWindow()
+    for i, latency in enumerate([1.0, 2.0, 3.0, 4.0, 100.0]):
+        window.add(float(i), latency, error=i == 0, slow=latency > 50)
+    stats = window.stats()
+    assert (stats.samples, stats.p50_ms, stats.p95_ms, stats.error_rate) == (5, 3.0, 100.0, 0.2)
+    window.prune(now=3.5, window_ms=1.0)
+    assert window.stats().samples == 2 and window.errors == 0 and window.slow == 1
