@@ -11,14 +11,19 @@ ENV PYTHON=python3.11 \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    DATA_DIR=/app/.data/pg
+    DATA_DIR=/app/.data/pg \
+    GRACEFUL_SHUTDOWN_SECONDS=8
+# 8 s of draining plus PostgreSQL's fast stop fit inside `docker stop`'s default
+# 10 s before SIGKILL (raise both together: `docker stop -t 30` + a larger value).
 
 WORKDIR /app
 COPY --chown=app:app . /app
 USER app
 
 # Installs into /app/.venv (torch==2.13.0 first, then the project).
-RUN bash scripts/setup.sh
+# .data is created here, owned by `app`: a volume mounted on a directory the
+# image lacks would be root-owned and the embedded PostgreSQL could not initdb.
+RUN bash scripts/setup.sh && mkdir -p /app/.data
 
 EXPOSE 8000
 VOLUME ["/app/.data"]

@@ -190,12 +190,19 @@ def _add_eval(sub: SubParsers) -> None:
     command.add_parser(sub)
 
 
+def _add_bench(sub: SubParsers) -> None:
+    from service.bench import command
+
+    command.add_parser(sub)
+
+
 COMMANDS: dict[str, Registrar] = {
     "serve": _add_serve,
     "migrate": _add_migrate,
     "seed": _add_seed,
     "replay": _add_replay,
     "eval": _add_eval,
+    "bench": _add_bench,
     "load": _add_load,
     # "eval": ..., "bench": ...  (added by later issues)
 }

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import ipaddress
 import json
+import logging
 import math
 import time
 from collections import Counter
@@ -233,6 +234,7 @@ def _load(args: argparse.Namespace, _settings: object) -> int:
     except ValueError as err:
         print(f"error: {err}")
         return 2
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
     return asyncio.run(_run_cli(args))
 
 

@@ -3,8 +3,10 @@
 Litestar validates `data` with `msgspec.convert(..., strict=False)`, which
 accepts `"top_k": "3"` as 3, `"phase": 2.0` as 2 and `"full": 0` as False.
 The contract says wrong types get a 4xx, so handlers re-decode the (cached)
-raw body with msgspec's strict JSON decoder; the `data` parameter stays for
-the OpenAPI schema and Litestar's own checks.
+raw body and convert it strictly; the `data` parameter stays for the OpenAPI
+schema and Litestar's own checks. One leniency remains, on purpose: JSON has a
+single number type and JSON Schema counts 3.0 as an integer, so integral
+floats are accepted where an int is expected.
 """
 
 from __future__ import annotations
@@ -23,11 +25,23 @@ async def strict_body(request: Request[Any, Any, Any], type_: type[T], *, option
     if optional and raw.strip() in (b"", b"null"):
         return None
     try:
-        return msgspec.json.decode(raw, type=type_)
-    except msgspec.ValidationError as err:
-        raise ValidationException(f"invalid request body: {err}") from err
+        value = msgspec.json.decode(raw)
     except msgspec.DecodeError as err:
         raise ValidationException(f"request body is not valid JSON: {err}") from err
+    try:
+        return msgspec.convert(_integral_floats_as_ints(value), type_, strict=True)
+    except msgspec.ValidationError as err:
+        raise ValidationException(f"invalid request body: {err}") from err
+
+
+def _integral_floats_as_ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(v) for v in value]
+    return value
 
 
 async def strict_required(request: Request[Any, Any, Any], type_: type[T]) -> T:

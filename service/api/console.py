@@ -26,7 +26,7 @@ from litestar import Response, get, post
 from litestar.datastructures import State
 from litestar.exceptions import ClientException, NotFoundException, ValidationException
 from litestar.openapi import ResponseSpec
-from litestar.params import JSONBody
+from litestar.params import FromPath, JSONBody
 
 from service.api.auth import admin_guard
 from service.api.errors import ErrorBody
@@ -71,7 +71,7 @@ async def console_page() -> Response[bytes]:
 
 
 @get("/console/assets/{name:str}", include_in_schema=False)
-async def console_asset(name: str) -> Response[bytes]:
+async def console_asset(name: FromPath[str]) -> Response[bytes]:
     media_type = ASSETS.get(name)
     if media_type is None:
         raise NotFoundException(f"no console asset {name!r}")

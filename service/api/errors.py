@@ -72,7 +72,21 @@ def internal_error_handler(
     return Response(ErrorBody(error="internal server error"), status_code=500)
 
 
+def unicode_error_handler(
+    request: Request[Any, Any, Any], exc: UnicodeDecodeError
+) -> Response[ErrorBody]:
+    """Litestar lets msgspec's UnicodeDecodeError for a non-UTF-8 JSON body
+    escape as a 500; a body the client sent is a client error. Anything else
+    that fails to decode is still a server error."""
+    if request.method in ("POST", "PUT", "PATCH", "DELETE") and isinstance(exc.object, bytes):
+        return Response(
+            ErrorBody(error=f"request body is not valid UTF-8 (byte {exc.start})"), status_code=400
+        )
+    return internal_error_handler(request, exc)
+
+
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     HTTPException: http_exception_handler,
+    UnicodeDecodeError: unicode_error_handler,
     Exception: internal_error_handler,
 }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from service.domain.types import Evidence, QueryType
 from service.scoring.fusion import FusionMethod, reciprocal_rank_fusion, weighted_sum_fusion
-from service.scoring.keyword import make_snippet
+from service.scoring.keyword import make_snippet, plain_text
 from service.scoring.semantic import SemanticHit
 
 ChunkKey = tuple[str, int]
@@ -46,7 +46,7 @@ def _evidence_from_hit(hit: SemanticHit, doc_info: Callable[[str], tuple[str, st
         doc_slug=hit.doc_slug,
         title=hit.title,
         category=hit.category,
-        snippet=make_snippet(hit.content, [], summary),
+        snippet=make_snippet(plain_text(hit.content), [], summary),
         score=0.0,
         content_hash=content_hash,
         matched_terms=(),

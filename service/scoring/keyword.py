@@ -118,6 +118,8 @@ class ScoringUnit:
     keyword_keys: frozenset[str]
     content_keys: frozenset[str]
     content_token_count: int
+    plain: str = ""
+    """The content without Markdown marks, whitespace collapsed: what snippets cut."""
     title_tf: Mapping[str, int] = field(default_factory=dict)
     """Lexical-key term frequencies per field (BM25F)."""
     keyword_tf: Mapping[str, int] = field(default_factory=dict)
@@ -204,6 +206,7 @@ def _make_unit(
         title=title,
         category=category,
         content=content,
+        plain=plain_text(content),
         content_hash=content_hash,
         summary=summary,
         header_path=header_path,
@@ -246,9 +249,13 @@ def is_exact_title_phrase(phrase_keys: Sequence[str], title_phrases: Sequence[st
 _MARKDOWN_NOISE = re.compile(r"(^|\n)#+\s*|[*_`>|]+")
 
 
-def make_snippet(content: str, terms: Sequence[str], fallback: str = "") -> str:
-    """A window of the content around the first matched term, cut at word boundaries."""
-    text = " ".join(_MARKDOWN_NOISE.sub(" ", content).split())
+def plain_text(markdown: str) -> str:
+    """Markdown marks out, whitespace collapsed (done once per unit at index time)."""
+    return " ".join(_MARKDOWN_NOISE.sub(" ", markdown).split())
+
+
+def make_snippet(text: str, terms: Sequence[str], fallback: str = "") -> str:
+    """A window of plain text around the first matched term, cut at word boundaries."""
     lowered = text.lower()
     positions = [m.start() for t in terms if (m := re.search(rf"\b{re.escape(t)}", lowered))]
     if not positions:
@@ -312,34 +319,44 @@ class KeywordIndex:
         candidates: set[int] = set()
         for key in keys:
             candidates |= self.postings.get(key, set())
-        ranking: dict[int, tuple[float, str]] | None = None
-        if lexical_scorer(params.scorer) is LexicalScorer.bm25:
-            ranking = self._bm25(tokens, candidates, params)
-            candidates |= ranking.keys()
-        # A unit whose title (or heading) is the query phrase ranks above every
-        # other: navigational search's "exact title match" rule, which the seed
-        # formula's +5 and halved length penalty express and BM25 cannot (a
-        # word on every page has idf ~0). Its BM25 score is lifted by the best
-        # BM25 score of the list, so `score` stays monotone in the ranking.
-        lift = max((r[0] for r in ranking.values()), default=0.0) if ranking else 0.0
-        scored: list[Evidence] = []
-        for position in candidates:
+        if category is not None:
+            candidates = {c for c in candidates if self.units[c].category == category}
+        bm25_terms = self._bm25_terms(tokens) if lexical_scorer(params.scorer) is LexicalScorer.bm25 else None
+        # Rank on numbers first; explanations and snippets are built only for
+        # the units that make the cut (most candidates of a common word never do).
+        if bm25_terms is None:
+            ranked = {c: seed_final(self.units[c], keys) for c in candidates}
+            exact_lift = 0.0
+        else:
+            ranked = self._bm25(bm25_terms, candidates, params, category)
+            # A unit whose title (or heading) is the query phrase ranks above every
+            # other: navigational search's "exact title match" rule, which the seed
+            # formula's +5 and halved length penalty express and BM25 cannot (a
+            # word on every page has idf ~0). Its BM25 score is lifted by the best
+            # BM25 score of the list, so `score` stays monotone in the ranking.
+            exact_lift = max(ranked.values(), default=0.0)
+            for position in ranked:
+                if is_exact_title_phrase(keys, self.units[position].title_phrases):
+                    ranked[position] += exact_lift
+        order = sorted(
+            ranked,
+            key=lambda c: (-ranked[c], self.units[c].doc_slug, self.units[c].chunk_index or 0),
+        )[:limit]
+        results: list[Evidence] = []
+        for position in order:
             unit = self.units[position]
-            if category is not None and unit.category != category:
-                continue
-            rank = None if ranking is None else ranking.get(position, (0.0, "bm25 0"))
-            if rank is not None and is_exact_title_phrase(keys, unit.title_phrases):
-                rank = (rank[0] + lift, f"{rank[1]}; exact title phrase + {lift:.3f}")
-            scored.append(score_unit(unit, tokens, keys, self.source, notes, rank))
-        scored.sort(key=_rank_key)
-        return scored[:limit]
+            ranking = None
+            if bm25_terms is not None:
+                line = self._bm25_explain(unit, bm25_terms, params)
+                if is_exact_title_phrase(keys, unit.title_phrases):
+                    line += f"; exact title phrase + {exact_lift:.3f}"
+                ranking = (ranked[position], line)
+            results.append(score_unit(unit, tokens, keys, self.source, notes, ranking))
+        return results
 
-    def _bm25(
-        self, tokens: Sequence[str], seed_candidates: set[int], params: LexicalConfig
-    ) -> dict[int, tuple[float, str]]:
-        """BM25F score and explanation of every unit holding a query term's stem."""
+    def _bm25_terms(self, tokens: Sequence[str]) -> list[tuple[str, str, float, list[int]]]:
+        """(token, stem, idf, holders) of each distinct query stem the corpus has."""
         n = len(self.units)
-        averages = self.average_lengths()
         terms: list[tuple[str, str, float, list[int]]] = []
         seen: set[str] = set()
         for token in tokens:
@@ -350,30 +367,63 @@ class KeywordIndex:
             holders = self.lexical_postings.get(key, [])
             if holders:
                 terms.append((token, key, formula.bm25_idf(len(holders), n), holders))
+        return terms
+
+    def _bm25(
+        self,
+        terms: list[tuple[str, str, float, list[int]]],
+        seed_candidates: set[int],
+        params: LexicalConfig,
+        category: str | None,
+    ) -> dict[int, float]:
+        """BM25F score of every unit holding a query term's stem (or a seed key)."""
+        averages = self.average_lengths()
         found: set[int] = set(seed_candidates)
         for *_, holders in terms:
             found.update(holders)
-        out: dict[int, tuple[float, str]] = {}
+        out: dict[int, float] = {}
         for position in found:
             unit = self.units[position]
+            if category is not None and unit.category != category:
+                continue
             total = 0.0
-            parts: list[str] = []
-            for token, key, idf, _ in terms:
+            for _, key, idf, _ in terms:
                 tf = unit.lexical_tf(key, params, averages)
-                if tf <= 0:
-                    continue
+                if tf > 0:
+                    total += idf * formula.bm25f_saturate(tf, params.k1)
+            out[position] = total
+        return out
+
+    def _bm25_explain(
+        self, unit: ScoringUnit, terms: list[tuple[str, str, float, list[int]]], params: LexicalConfig
+    ) -> str:
+        averages = self.average_lengths()
+        parts: list[str] = []
+        total = 0.0
+        for token, key, idf, _ in terms:
+            tf = unit.lexical_tf(key, params, averages)
+            if tf > 0:
                 contribution = idf * formula.bm25f_saturate(tf, params.k1)
                 total += contribution
                 parts.append(f"'{token}' {contribution:.3f}")
-            out[position] = (
-                total,
-                f"bm25 (k1={params.k1:g}, b={params.b:g}): {' + '.join(parts) or '0'} = {total:.3f}",
-            )
-        return out
+        return f"bm25 (k1={params.k1:g}, b={params.b:g}): {' + '.join(parts) or '0'} = {total:.3f}"
 
 
 def _rank_key(evidence: Evidence) -> tuple[float, str, int]:
     return (-evidence.score, evidence.doc_slug, evidence.chunk_index or 0)
+
+
+def seed_final(unit: ScoringUnit, keys: Sequence[str]) -> float:
+    """The seed formula's ranking score, numbers only (see `score_unit`)."""
+    exact = is_exact_title_phrase(keys, unit.title_phrases)
+    title_hits = sum(k in unit.title_keys for k in keys)
+    keyword_hits = sum(k in unit.keyword_keys for k in keys)
+    content_hits = sum(k in unit.content_keys for k in keys)
+    raw = formula.raw_points(
+        exact_title_phrase=exact, title_hits=title_hits,
+        keyword_hits=keyword_hits, content_hits=content_hits,
+    )
+    return round(raw / formula.length_divisor(unit.content_token_count, exact), 6)
 
 
 def score_unit(
@@ -431,7 +481,7 @@ def score_unit(
         doc_slug=unit.doc_slug,
         title=unit.title,
         category=unit.category,
-        snippet=make_snippet(unit.content, matched, unit.summary),
+        snippet=make_snippet(unit.plain, matched, unit.summary),
         score=round(final, 6),
         content_hash=unit.content_hash,
         matched_terms=tuple(matched),

@@ -87,7 +87,7 @@ def test_fused_evidence_covers_both_legs_and_explains_weights() -> None:
     # notes: 0.3 × 1.0 + 0.7 × 0.0 = 0.3; workspace: 0.7 × 1.0 = 0.7; actions: 0.3 × 0 + 0 = 0.
     assert by_slug["concepts/workspace"].score == 0.7
     assert by_slug["concepts/notes"].score == 0.3
-    assert [e.doc_slug for e in fused][0] == "concepts/workspace"
+    assert next(e.doc_slug for e in fused) == "concepts/workspace"
     assert all(e.source == "hybrid" for e in fused)
     assert "0.3 × keyword" in by_slug["concepts/notes"].match_explain[-1]
     assert by_slug["concepts/workspace"].content_hash == "doc-hash"  # built from the hit

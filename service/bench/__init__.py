@@ -1,0 +1,1 @@
+"""`python -m service bench`: latency, throughput and scale."""

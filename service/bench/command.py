@@ -1,0 +1,386 @@
+"""`python -m service bench [--quick] [--out bench/results]`.
+
+1. In-process latency per phase over repetitions of the golden queries
+   (`tests/golden/navigation.yaml`) through `Pipeline.run`, with the query
+   embedding cache off and on, and phase 3's split (embed / vector search /
+   fusion) from `TierOutcome.stats`.
+2. HTTP on loopback: the server started as the README does
+   (`python -m service serve --port P --data-dir D`) and the raw-asyncio load
+   generator of http.py at concurrency 1, 16, 64, time-bounded; `/health`
+   first, to show the generator's own ceiling.
+3. Scale: synthetic corpora (10,000 and 100,000 chunks) generated from a
+   seed. Vectors are SYNTHETIC (seeded random unit vectors, not model
+   output: embedding 100k chunks on 2 cores would take about an hour); real
+   embedding throughput is measured separately on the seed corpus.
+Everything runs in isolated databases (`bench_*`) on its own embedded server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from service.evaluation.command import say, with_server
+from service.flags import Flags, load_flags
+from service.settings import PROJECT_ROOT, Settings
+
+GOLDEN = PROJECT_ROOT / "tests" / "golden" / "navigation.yaml"
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50": round(pct(values, 50), 3), "p95": round(pct(values, 95), 3),
+            "p99": round(pct(values, 99), 3)}
+
+
+def golden_queries() -> list[str]:
+    from service.golden import load_golden
+
+    return [c.query for c in load_golden(GOLDEN)]
+
+
+async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: Any, cache_size: int) -> Any:
+    from service.db.repo import load_chunks, load_documents
+    from service.normalize.lexicon import load_synonyms
+    from service.pipeline import Pipeline, SemanticLeg
+    from service.scoring.glossary import Glossary, load_glossary
+    from service.scoring.semantic import QueryEmbeddingCache
+
+    glossary_file = settings.seeds_dir / "core_concepts.yaml"
+    glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
+    pipeline = Pipeline(glossary=glossary, synonyms=load_synonyms(settings.seeds_dir / "synonyms.yaml"),
+                        flags=lambda: flags)
+    pipeline.load_corpus(await load_documents(pool), await load_chunks(pool), 1)
+
+    async def model() -> str | None:
+        return str(embedder.model_name)
+
+    pipeline.semantic = SemanticLeg(embedder=embedder, cache=QueryEmbeddingCache(cache_size),
+                                    pool=lambda: pool, model=model)
+    return pipeline
+
+
+async def latency(pipeline: Any, flags: Flags, queries: list[str], reps: int) -> dict[str, Any]:
+    from service.pipeline import RetrieveParams, TierContext
+    from service.scoring.semantic import QueryEmbeddingCache
+
+    out: dict[str, Any] = {}
+    for phase in (1, 2, 3):
+        for cache in (("off", "on") if phase == 3 else ("on",)):
+            pipeline.semantic.cache = QueryEmbeddingCache(0 if cache == "off" else 1024)
+            if cache == "on":
+                for q in queries:  # warm
+                    await pipeline.run(RetrieveParams(q, phase_cap=phase), flags)
+            times: list[float] = []
+            for _ in range(reps):
+                for q in queries:
+                    t = time.perf_counter()
+                    response = await pipeline.run(RetrieveParams(q, phase_cap=phase), flags)
+                    times.append((time.perf_counter() - t) * 1000)
+                    if response.phase != phase and phase > 1 and response.phase != 0:
+                        pass  # a phase may answer from the Tier-1 cache (phase 0); counted as is
+            out[f"phase {phase}" + (f" (query cache {cache})" if phase == 3 else "")] = summary(times)
+    split: dict[str, list[float]] = {"embed_ms": [], "vector_search_ms": [], "fusion_ms": []}
+    pipeline.semantic.cache = QueryEmbeddingCache(0)
+    for _ in range(max(1, reps // 2)):
+        for q in queries:
+            query, notes = pipeline.normalise(q, flags)
+            ctx = TierContext(query=query, notes=notes, params=RetrieveParams(q), flags=flags, top_k=3)
+            outcome = await pipeline.phase3(ctx)
+            for key in split:
+                split[key].append(float(outcome.stats[key]))
+    out["phase 3 split (cache off)"] = {k: summary(v) for k, v in split.items()}
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
+    import httpx
+
+    from service.bench.http import Body, run_load
+
+    port = free_port()
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    env = {**os.environ, "LOG_LEVEL": "WARNING"}
+    env.pop("DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port), "--data-dir", str(data_dir / "pg")],
+        cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    out: dict[str, Any] = {"pid": proc.pid}
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                try:
+                    ready = await client.get("/ready")
+                    if ready.status_code == 200 and ready.json().get("semantic_ready", True):
+                        break
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(0.5)
+            else:
+                raise TimeoutError("server not ready")
+        queries = golden_queries()
+        import psutil
+
+        server = psutil.Process(proc.pid)
+        plan: list[tuple[str, list[Body] | None]] = [("/health", None)] + [
+            (f"/retrieve phase {p}", [{"query": q, "phase": p} for q in queries]) for p in (1, 2, 3)
+        ]
+        for target, bodies in plan:
+            path = "/health" if bodies is None else "/retrieve"
+            for c in levels:
+                r = await run_load("127.0.0.1", port, path, bodies, c, seconds)
+                out[f"{target} c={c}"] = {"rps": round(r.throughput, 1), **summary(r.latencies_ms),
+                                          "errors": r.errors}
+                say(f"http {target} c={c}: {r.throughput:.0f} req/s p95 {pct(r.latencies_ms, 95):.2f} ms errors {r.errors}")
+        out["server_rss_mb"] = round(server.memory_info().rss / 2**20, 1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return out
+
+
+def synthetic_corpus(n_chunks: int, seed: int, vocabulary: list[str]) -> tuple[list[Any], list[Any]]:
+    """Documents of 10 chunks; words drawn Zipf-like from the seed corpus's vocabulary."""
+    import hashlib
+
+    from service.domain.types import Chunk, Document
+
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1)
+    weights /= weights.sum()
+    order = rng.permutation(len(vocabulary))
+    vocab = [vocabulary[i] for i in order]
+    docs, chunks = [], []
+    per_doc = 10
+    for d in range(n_chunks // per_doc):
+        title = " ".join(rng.choice(vocab, size=3, p=weights))
+        slug = f"synthetic/{seed}-{d}"
+        texts = [" ".join(rng.choice(vocab, size=int(rng.integers(40, 120)), p=weights)) for _ in range(per_doc)]
+        content = "\n\n".join(texts)
+        h = hashlib.md5(content.encode()).hexdigest()
+        docs.append(Document(slug=slug, category="concepts", title=title, content=content, keywords=(), content_hash=h))
+        for i, text in enumerate(texts):
+            chunks.append(Chunk(doc_slug=slug, category="concepts", title=title, header_path=title,
+                                chunk_index=i, content=text, keywords=(),
+                                chunk_hash=hashlib.md5(text.encode()).hexdigest(), token_count=len(text.split())))
+    return docs, chunks
+
+
+async def scale_bench(admin_dsn: str, settings: Settings, flags: Flags, embedder: Any, sizes: list[int],
+                      reps: int, vocabulary: list[str]) -> dict[str, Any]:
+    import psutil
+
+    from service.db.pool import create_pool
+    from service.pipeline import RetrieveParams
+
+    out: dict[str, Any] = {}
+    queries = golden_queries()
+    for size in sizes:
+        dsn = await _fresh(admin_dsn, f"bench_scale_{size}", settings)
+        t0 = time.perf_counter()
+        docs, chunks = synthetic_corpus(size, seed=size, vocabulary=vocabulary)
+        gen_s = time.perf_counter() - t0
+        rng = np.random.default_rng(size)
+        vectors = rng.standard_normal((len(chunks), embedder.dim)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        pool = await create_pool(dsn, min_size=1, max_size=4)
+        try:
+            t0 = time.perf_counter()
+            async with pool.acquire() as c:
+                await c.copy_records_to_table("docs_knowledge", columns=["slug", "category", "title", "content", "keywords", "content_hash"],
+                                              records=[(d.slug, d.category, d.title, d.content, [], d.content_hash) for d in docs])
+                await c.copy_records_to_table("docs_knowledge_chunks", columns=["doc_slug", "category", "title", "header_path", "chunk_index", "content", "keywords", "chunk_hash", "token_count"],
+                                              records=[(x.doc_slug, x.category, x.title, x.header_path, x.chunk_index, x.content, [], x.chunk_hash, x.token_count) for x in chunks])
+                rows_s = time.perf_counter() - t0
+                t1 = time.perf_counter()
+                await c.execute("drop index if exists chunk_embeddings_hnsw_384")
+                by_key = {(x.doc_slug, x.chunk_index): i for i, x in enumerate(chunks)}
+                order = await c.fetch("select id, doc_slug, chunk_index, chunk_hash from docs_knowledge_chunks")
+                await c.copy_records_to_table(
+                    "chunk_embeddings", columns=["chunk_id", "model", "dim", "chunk_hash", "input_hash", "embedding"],
+                    records=[(r["id"], embedder.model_name, embedder.dim, r["chunk_hash"], "", vectors[by_key[(r["doc_slug"], r["chunk_index"])]]) for r in order])
+                await c.execute("set maintenance_work_mem = '1GB'")
+                await c.execute("set max_parallel_maintenance_workers = 1")
+                await c.execute("""create index chunk_embeddings_hnsw_384 on chunk_embeddings
+                    using hnsw ((embedding::vector(384)) vector_cosine_ops) with (m = 16, ef_construction = 64) where dim = 384""")
+                await c.execute("analyze")
+                vec_s = time.perf_counter() - t1
+                size_mb = await c.fetchval("select (pg_total_relation_size('docs_knowledge') + pg_total_relation_size('docs_knowledge_chunks') + pg_total_relation_size('chunk_embeddings')) / 1048576.0")
+            rss0 = psutil.Process().memory_info().rss
+            t2 = time.perf_counter()
+            pipeline = await build_pipeline(pool, settings, flags, embedder, 0)
+            mem_s = time.perf_counter() - t2
+            rss = psutil.Process().memory_info().rss
+            lat: dict[str, list[float]] = {"2": [], "3": []}
+            for phase in (2, 3):
+                for _ in range(reps):
+                    for q in queries:
+                        t = time.perf_counter()
+                        await pipeline.run(RetrieveParams(q, phase_cap=phase), flags)
+                        lat[str(phase)].append((time.perf_counter() - t) * 1000)
+            out[str(size)] = {
+                "chunks": len(chunks), "generate_s": round(gen_s, 1), "rows_s": round(rows_s, 1),
+                "vectors_and_hnsw_s": round(vec_s, 1), "keyword_index_s": round(mem_s, 1),
+                "rate_chunks_per_s": round(len(chunks) / (rows_s + vec_s + mem_s), 0),
+                "phase2": summary(lat["2"]), "phase3": summary(lat["3"]),
+                "rss_mb": round(rss / 2**20, 1), "keyword_index_rss_mb": round((rss - rss0) / 2**20, 1),
+                "pg_size_mb": round(float(size_mb), 1),
+            }
+            say(f"scale {size}: {json.dumps(out[str(size)])}")
+            del pipeline
+        finally:
+            await pool.close()
+    return out
+
+
+async def _fresh(admin_dsn: str, name: str, settings: Settings) -> str:
+    import asyncpg
+
+    from service.db.migrate import migrate_up
+    from service.evaluation.command import with_database
+
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        await conn.execute(f'drop database if exists "{name}" with (force)')
+        await conn.execute(f'create database "{name}"')
+    finally:
+        await conn.close()
+    dsn = with_database(admin_dsn, name)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await migrate_up(conn, settings.migrations_dir)
+    finally:
+        await conn.close()
+    return dsn
+
+
+async def in_process(admin_dsn: str, settings: Settings, flags: Flags, quick: bool) -> dict[str, Any]:
+    from service.db.pool import create_pool
+    from service.ingest.embedder import Embedder
+    from service.ingest.indexer import index_embeddings
+    from service.ingest.seeder import default_chunker, seed
+
+    dsn = await _fresh(admin_dsn, "bench_seed", settings)
+    pool = await create_pool(dsn, min_size=1, max_size=4)
+    results: dict[str, Any] = {}
+    try:
+        await seed(pool, settings.seeds_dir, default_chunker(flags.chunking.max_tokens))
+        embedder = Embedder(settings.embedding_model) if settings.embedding_model else Embedder()
+        report = await index_embeddings(pool, embedder, batch_size=flags.embedding.batch_size, progress=lambda _l: None)
+        results["embedding"] = {"chunks": report.embedded, "seconds": report.seconds,
+                                "chunks_per_s": round(report.chunks_per_second, 1)}
+        say(f"real embedding: {results['embedding']}")
+        pipeline = await build_pipeline(pool, settings, flags, embedder, 1024)
+        results["latency"] = await latency(pipeline, flags, golden_queries(), 5 if quick else 30)
+        say(f"in-process: {json.dumps(results['latency'])}")
+        from service.normalize.lexicon import build_lexicon
+        assert pipeline.indexes is not None
+        vocabulary = sorted(pipeline.indexes.lexicon.vocabulary)
+        del build_lexicon
+        results["scale"] = await scale_bench(admin_dsn, settings, flags, embedder,
+                                             [10_000] if quick else [10_000, 100_000], 2 if quick else 5, vocabulary)
+    finally:
+        await pool.close()
+    return results
+
+
+def write_outputs(out_dir: Path, results: dict[str, Any], quick: bool) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "bench.json").write_text(json.dumps(results, indent=2) + "\n")
+    lines = [f"Machine: {os.cpu_count()} CPU cores, no GPU; {'quick' if quick else 'full'} run.", "",
+             "| in-process (golden queries) | n | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|---|"]
+    lat = results["latency"]
+    for name, s in lat.items():
+        if "split" in name:
+            continue
+        lines.append(f"| {name} | {s['n']} | {s['p50']} | {s['p95']} | {s['p99']} |")
+    for key, s in lat["phase 3 split (cache off)"].items():
+        lines.append(f"| phase 3 split: {key} | {s['n']} | {s['p50']} | {s['p95']} | {s['p99']} |")
+    emb = results["embedding"]
+    lines += ["", f"Real embedding throughput (seed corpus, {emb['chunks']} chunks): {emb['chunks_per_s']} chunks/s.", ""]
+    if "http" in results:
+        lines += ["| HTTP loopback | req/s | p50 ms | p95 ms | p99 ms | errors |", "|---|---|---|---|---|---|"]
+        for name, s in results["http"].items():
+            if isinstance(s, dict):
+                lines.append(f"| {name} | {s['rps']} | {s['p50']} | {s['p95']} | {s['p99']} | {s['errors']} |")
+        lines += ["", f"Server RSS after the HTTP runs: {results['http'].get('server_rss_mb')} MB.", ""]
+    lines += ["| scale (synthetic, vectors synthetic) | rows s | vectors+HNSW s | keyword index s | chunks/s | phase 2 p95 ms | phase 3 p95 ms | RSS MB | PostgreSQL MB |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for size, s in results["scale"].items():
+        lines.append(f"| {size} chunks | {s['rows_s']} | {s['vectors_and_hnsw_s']} | {s['keyword_index_s']} | {s['rate_chunks_per_s']} | {s['phase2']['p95']} | {s['phase3']['p95']} | {s['rss_mb']} | {s['pg_size_mb']} |")
+    table = "\n".join(lines) + "\n"
+    (out_dir / "bench.md").write_text(table)
+    names = [n for n in lat if "split" not in n]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.bar([n.replace(" (query cache ", "\n(cache ") for n in names], [lat[n]["p95"] for n in names], label="p95")
+    ax.bar([n.replace(" (query cache ", "\n(cache ") for n in names], [lat[n]["p50"] for n in names], label="p50")
+    ax.set_ylabel("ms")
+    ax.set_title("In-process latency by phase")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out_dir / "latency_by_phase.png")
+    plt.close(fig)
+    sizes = sorted(results["scale"], key=int)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for phase in ("phase2", "phase3"):
+        ax.plot([int(s) for s in sizes], [results["scale"][s][phase]["p95"] for s in sizes], marker="o", label=f"{phase} p95")
+    ax.set_xscale("log")
+    ax.set_xlabel("chunks")
+    ax.set_ylabel("ms")
+    ax.set_title("Latency vs corpus size")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out_dir / "latency_vs_size.png")
+    plt.close(fig)
+    return table
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("bench", help="latency, throughput and scale benchmarks",
+                       description="In-process latency per phase, HTTP load at concurrency 1/16/64, "
+                       "synthetic 10k/100k-chunk scale; writes bench.md, bench.json and PNGs.")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions, 10k only, 2 s per HTTP level")
+    p.add_argument("--out", type=Path, default=Path("bench/results"))
+    p.add_argument("--no-http", action="store_true")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    flags = load_flags(settings.flags_file)
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
+    local = settings.with_overrides(data_dir=data_dir / "pg")
+    results: dict[str, Any] = with_server(local, lambda dsn: in_process(dsn, settings, flags, args.quick))
+    if not args.no_http:
+        results["http"] = asyncio.run(http_bench(2.0 if args.quick else 10.0, [1, 16, 64]))
+    print(write_outputs(args.out, results, args.quick))
+    return 0
