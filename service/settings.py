@@ -43,6 +43,8 @@ class Settings:
     cors_allow_origins: tuple[str, ...] = ()
     """CORS is closed unless origins are listed (comma-separated in the env)."""
     graceful_shutdown_seconds: float = 20.0
+    access_log: bool = False
+    """uvicorn's per-request access log (the per-query JSON log is always on)."""
 
     def with_overrides(self, **changes: Any) -> Settings:
         """Copy with CLI overrides; None values mean "not given"."""
@@ -121,4 +123,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             tuple(o.strip() for o in origins.split(",") if o.strip()) if origins else None
         ),
         graceful_shutdown_seconds=_float(env, "GRACEFUL_SHUTDOWN_SECONDS"),
+        access_log=_bool(env, "ACCESS_LOG"),
     )

@@ -32,6 +32,7 @@ from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetr
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Span, Status, StatusCode
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -51,9 +52,15 @@ class Telemetry:
         env = os.environ if environ is None else environ
         resource = Resource.create({"service.name": service_name})
         self.registry = CollectorRegistry(auto_describe=False)
-        readers: list[MetricReader] = [PrometheusMetricReader(registry=self.registry)]
-        self.tracer_provider = TracerProvider(resource=resource)
+        readers: list[MetricReader] = [
+            PrometheusMetricReader(registry=self.registry, scope_info_enabled=False)
+        ]
         self.otlp = bool(env.get(OTLP_ENV, "").strip())
+        # Without an exporter nobody reads recorded spans: sample none. Unsampled
+        # spans still carry a fresh trace id (for the query log) and cost a
+        # fraction of recorded ones. OTEL_TRACES_SAMPLER, when set, decides.
+        sampler = None if self.otlp or env.get("OTEL_TRACES_SAMPLER") else ALWAYS_OFF
+        self.tracer_provider = TracerProvider(resource=resource, sampler=sampler)
         if self.otlp:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -65,8 +72,10 @@ class Telemetry:
         meter = self.meter_provider.get_meter("service")
         self.tracer = self.tracer_provider.get_tracer("service")
         self.latency = meter.create_histogram(
-            "retrieval_latency_ms", unit="ms",
-            description="Query received → response built, by phase and status",
+            # No `unit`: the Prometheus exporter would append `_milliseconds`
+            # to a name that already says `_ms`.
+            "retrieval_latency_ms",
+            description="Query received → response built (milliseconds), by phase and status",
             explicit_bucket_boundaries_advisory=LATENCY_BUCKETS_MS,
         )
         self.decisions = meter.create_counter("retrieval_decisions", description="Responses by decision")

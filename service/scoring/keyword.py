@@ -120,6 +120,7 @@ class ScoringUnit:
     content_token_count: int
     plain: str = ""
     """The content without Markdown marks, whitespace collapsed: what snippets cut."""
+    plain_lower: str = ""
     title_tf: Mapping[str, int] = field(default_factory=dict)
     """Lexical-key term frequencies per field (BM25F)."""
     keyword_tf: Mapping[str, int] = field(default_factory=dict)
@@ -206,7 +207,8 @@ def _make_unit(
         title=title,
         category=category,
         content=content,
-        plain=plain_text(content),
+        plain=(plain := plain_text(content)),
+        plain_lower=plain.lower(),
         content_hash=content_hash,
         summary=summary,
         header_path=header_path,
@@ -254,10 +256,20 @@ def plain_text(markdown: str) -> str:
     return " ".join(_MARKDOWN_NOISE.sub(" ", markdown).split())
 
 
-def make_snippet(text: str, terms: Sequence[str], fallback: str = "") -> str:
+def _first_word_start(lowered: str, term: str) -> int | None:
+    """Index of the first occurrence of `term` that starts a word (plain `find`, no regex)."""
+    at = lowered.find(term)
+    while at != -1:
+        if at == 0 or not lowered[at - 1].isalnum():
+            return at
+        at = lowered.find(term, at + 1)
+    return None
+
+
+def make_snippet(text: str, terms: Sequence[str], fallback: str = "", lowered: str | None = None) -> str:
     """A window of plain text around the first matched term, cut at word boundaries."""
-    lowered = text.lower()
-    positions = [m.start() for t in terms if (m := re.search(rf"\b{re.escape(t)}", lowered))]
+    lowered = text.lower() if lowered is None else lowered
+    positions = [p for t in terms if (p := _first_word_start(lowered, t)) is not None]
     if not positions:
         return fallback or text[:SNIPPET_CHARS].rsplit(" ", 1)[0]
     start = max(0, min(positions) - SNIPPET_CHARS // 3)
@@ -481,7 +493,7 @@ def score_unit(
         doc_slug=unit.doc_slug,
         title=unit.title,
         category=unit.category,
-        snippet=make_snippet(unit.plain, matched, unit.summary),
+        snippet=make_snippet(unit.plain, matched, unit.summary, unit.plain_lower),
         score=round(final, 6),
         content_hash=unit.content_hash,
         matched_terms=tuple(matched),
