@@ -17,7 +17,7 @@ import msgspec
 from service.api.schemas import FallbackStep, OptionOut, RetrievalResult, RetrieveResponse, Status
 from service.decide import clarify
 from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
-from service.decide.policy import decide, decide_multi_intent
+from service.decide.policy import MULTI_INTENT_DEPTH, decide, decide_multi_intent
 from service.domain.types import (
     Answer,
     Chunk,
@@ -123,7 +123,11 @@ def keyword_decision_for(
         "top_score": results[0].score if results else 0.0,
     }
     if ctx.query.is_multi_intent:
-        parts = [index.search(p, category=category, limit=pool, notes=ctx.notes, lexical=ctx.flags.lexical) for p in ctx.query.parts]
+        # Multi-intent looks only at the head of each part's ranking.
+        parts = [
+            index.search(p, category=category, limit=2 * MULTI_INTENT_DEPTH, notes=ctx.notes, lexical=ctx.flags.lexical)
+            for p in ctx.query.parts
+        ]
         multi = decide_multi_intent(parts, ctx.query, thresholds)
         if multi is not None:
             return multi, stats

@@ -9,11 +9,16 @@ server stops the embedded PostgreSQL and a warm restart works (test_serve.py).
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from litestar.testing import AsyncTestClient
@@ -84,3 +89,59 @@ def test_sigterm_drains_in_flight_requests(tmp_path: Path, fixture_seeds: Path) 
     time.sleep(0.2)
     assert _alive(pids) == set(), "PostgreSQL processes left behind"
     assert not (data_dir / "postmaster.pid").exists()
+
+
+async def test_seed_process_killed_mid_transaction_keeps_the_previous_corpus(
+    db_url: str, fixture_seeds: Path, tmp_path: Path, table_dump: Any
+) -> None:
+    """SIGKILL a `python -m service seed` after it has written, before it commits."""
+    env = {**os.environ, "DATABASE_URL": db_url}
+    cli = [sys.executable, "-m", "service", "seed"]
+    first = subprocess.run([*cli, "--seeds-dir", str(fixture_seeds)], env=env, capture_output=True, timeout=120)
+    assert first.returncode == 0, first.stderr.decode()[-2000:]
+
+    # The next corpus adds a page (an insert) and edits the Workspace page (an update).
+    edited = tmp_path / "edited"
+    shutil.copytree(fixture_seeds, edited)
+    page = edited / "concepts" / "workspace.md"
+    page.write_text(page.read_text() + "\nA new closing paragraph.\n")
+    (edited / "concepts" / "entry.md").write_text(
+        "---\ntitle: Entry\ncategory: concepts\nkeywords: [entry]\n---\n# Entry\n\nAn entry owns workspaces.\n"
+    )
+
+    pool = await asyncpg.create_pool(db_url, min_size=1, max_size=2)
+    try:
+        before = await table_dump(pool)
+        # Hold the Workspace row: the seed inserts the new page, then blocks on the update.
+        blocker = await pool.acquire()
+        transaction = blocker.transaction()
+        await transaction.start()
+        await blocker.execute("select 1 from docs_knowledge where slug = 'concepts/workspace' for update")
+        seeding = subprocess.Popen([*cli, "--seeds-dir", str(edited)], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        backend = None
+        for _ in range(600):
+            backend = await pool.fetchval(
+                "select pid from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()"
+            )
+            if backend:
+                break
+            await asyncio.sleep(0.1)
+        assert backend, "the seed never reached its update"
+        # It has inserted the new page inside its open transaction, and now dies.
+        os.kill(seeding.pid, signal.SIGKILL)
+        seeding.wait(timeout=30)
+        await transaction.rollback()
+        await pool.release(blocker)
+        for _ in range(100):  # the orphaned backend notices its client is gone and aborts
+            if not await pool.fetchval("select count(*) from pg_stat_activity where pid = $1", backend):
+                break
+            await asyncio.sleep(0.1)
+        assert await table_dump(pool) == before
+
+        again = subprocess.run([*cli, "--seeds-dir", str(edited)], env=env, capture_output=True, timeout=120)
+        assert again.returncode == 0, again.stderr.decode()[-2000:]
+        slugs = {r["slug"]: r["version"] for r in await pool.fetch("select slug, version from docs_knowledge")}
+        assert slugs["concepts/entry"] == 1 and slugs["concepts/workspace"] == 2
+    finally:
+        await pool.close()
