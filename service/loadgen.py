@@ -1,8 +1,8 @@
 """A loopback HTTP load generator and the `python -m service load` benchmark.
 
 `run_load` keeps `concurrency` requests in flight against one path for
-`duration_s` seconds (and at most `max_requests`), over one pooled
-`httpx.AsyncClient`, and reports throughput, latency percentiles and errors.
+`duration_s` seconds (and at most `max_requests`), each worker on one raw
+keep-alive connection, and reports throughput, latency percentiles and errors.
 It refuses any host that is not loopback: this is a benchmark for a service
 on this machine, never a tool to point at someone else's server.
 
@@ -27,8 +27,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
-
-import httpx
 
 MAX_CONCURRENCY = 512
 MAX_DURATION_S = 3600.0
@@ -103,6 +101,33 @@ def require_loopback(url: str) -> str:
     return url.rstrip("/")
 
 
+def _request_bytes(host: str, path: str, body: dict[str, Any] | None) -> bytes:
+    if body is None:
+        return f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    data = json.dumps(body).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n"
+    )
+    return head.encode() + data
+
+
+async def _read_response(reader: asyncio.StreamReader) -> int:
+    """Read one HTTP/1.1 response (Content-Length framed); return its status."""
+    status_line = await reader.readline()
+    if not status_line:
+        raise ConnectionError("connection closed by the server")
+    length = 0
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b""):
+            break
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:].strip())
+    await reader.readexactly(length)
+    return int(status_line[9:12])
+
+
 async def run_load(
     url: str,
     make_body: BodyFactory | None,
@@ -116,7 +141,11 @@ async def run_load(
     """Hold `concurrency` requests in flight for `duration_s` (or `max_requests`).
 
     `make_body(i)` gives the JSON body of the i-th request (POST); with
-    `make_body=None` the requests are GETs (e.g. `/health`).
+    `make_body=None` the requests are GETs (e.g. `/health`).  Each worker
+    keeps one HTTP/1.1 keep-alive connection and writes pre-encoded request
+    bytes: an HTTP client library costs more CPU per request than the
+    service's own cheapest endpoint, and on 2 cores that would measure the
+    client, not the server.
     """
     base = require_loopback(url)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -124,39 +153,47 @@ async def run_load(
     if not 0 < duration_s <= MAX_DURATION_S:
         raise ValueError(f"duration must be in (0, {MAX_DURATION_S:.0f}] seconds")
     max_requests = max(1, min(max_requests, MAX_REQUESTS))
+    parts = urlsplit(base)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
 
     latencies: list[float] = []
     statuses: Counter[int] = Counter()
     errors = 0
     issued = 0
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     started = time.perf_counter()
     deadline = started + duration_s
 
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout_s) as client:
-
-        async def worker() -> None:
-            nonlocal errors, issued
+    async def worker() -> None:
+        nonlocal errors, issued
+        connection: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        try:
             while time.perf_counter() < deadline and issued < max_requests:
                 i = issued
                 issued += 1
+                raw = _request_bytes(host, path, None if make_body is None else make_body(i))
                 t0 = time.perf_counter()
                 try:
-                    if make_body is None:
-                        response = await client.get(path)
-                    else:
-                        response = await client.post(path, json=make_body(i))
-                    await response.aread()
-                except httpx.HTTPError:
+                    if connection is None:
+                        connection = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+                    reader, writer = connection
+                    writer.write(raw)
+                    status = await asyncio.wait_for(_read_response(reader), timeout_s)
+                except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError):
                     errors += 1
                     statuses[0] += 1  # 0: no HTTP response at all
+                    if connection is not None:
+                        connection[1].close()
+                    connection = None
                     continue
                 latencies.append((time.perf_counter() - t0) * 1000)
-                statuses[response.status_code] += 1
-                if response.status_code >= 500:
+                statuses[status] += 1
+                if status >= 500:
                     errors += 1
+        finally:
+            if connection is not None:
+                connection[1].close()
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
 
     elapsed = time.perf_counter() - started
     ordered = sorted(latencies)

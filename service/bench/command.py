@@ -116,7 +116,7 @@ def free_port() -> int:
 async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
     import httpx
 
-    from service.bench.http import Body, run_load
+    from service.loadgen import run_load
 
     port = free_port()
     data_dir = Path(tempfile.mkdtemp(prefix="bench-serve-"))
@@ -144,16 +144,18 @@ async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
         import psutil
 
         server = psutil.Process(proc.pid)
-        plan: list[tuple[str, list[Body] | None]] = [("/health", None)] + [
+        plan: list[tuple[str, list[dict[str, Any]] | None]] = [("/health", None)] + [
             (f"/retrieve phase {p}", [{"query": q, "phase": p} for q in queries]) for p in (1, 2, 3)
         ]
+        url = f"http://127.0.0.1:{port}"
         for target, bodies in plan:
             path = "/health" if bodies is None else "/retrieve"
+            make_body = None if bodies is None else (lambda i, b=bodies: b[i % len(b)])
             for c in levels:
-                r = await run_load("127.0.0.1", port, path, bodies, c, seconds)
-                out[f"{target} c={c}"] = {"rps": round(r.throughput, 1), **summary(r.latencies_ms),
-                                          "errors": r.errors}
-                say(f"http {target} c={c}: {r.throughput:.0f} req/s p95 {pct(r.latencies_ms, 95):.2f} ms errors {r.errors}")
+                r = await run_load(url, make_body, c, seconds, path)
+                out[f"{target} c={c}"] = {"rps": r.rps, "p50": r.p50_ms, "p95": r.p95_ms,
+                                          "p99": r.p99_ms, "errors": r.errors}
+                say(f"http {target} c={c}: {r.rps:.0f} req/s p95 {r.p95_ms:.2f} ms errors {r.errors}")
         out["server_rss_mb"] = round(server.memory_info().rss / 2**20, 1)
     finally:
         proc.terminate()
