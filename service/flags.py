@@ -69,7 +69,7 @@ class SemanticFlags(_Flags, frozen=True):
     similarity_floor: Fraction = 0.35
     answer_similarity: Fraction = 0.55
     margin: Fraction = 0.04
-    ef_search: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 40
+    ef_search: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 64
 
 
 class FusionWeights(_Flags, frozen=True):

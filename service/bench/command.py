@@ -228,9 +228,11 @@ async def scale_bench(admin_dsn: str, settings: Settings, flags: Flags, embedder
                     records=[(r["id"], embedder.model_name, embedder.dim, r["chunk_hash"], "", vectors[by_key[(r["doc_slug"], r["chunk_index"])]]) for r in order])
                 await c.execute("set maintenance_work_mem = '1GB'")
                 await c.execute("set max_parallel_maintenance_workers = 1")
+                # Building HNSW over 100k vectors takes minutes on 2 cores: no command timeout.
                 await c.execute("""create index chunk_embeddings_hnsw_384 on chunk_embeddings
-                    using hnsw ((embedding::vector(384)) vector_cosine_ops) with (m = 16, ef_construction = 64) where dim = 384""")
-                await c.execute("analyze")
+                    using hnsw ((embedding::vector(384)) vector_cosine_ops) with (m = 16, ef_construction = 64) where dim = 384""",
+                    timeout=3600)
+                await c.execute("analyze", timeout=600)
                 vec_s = time.perf_counter() - t1
                 size_mb = await c.fetchval("select (pg_total_relation_size('docs_knowledge') + pg_total_relation_size('docs_knowledge_chunks') + pg_total_relation_size('chunk_embeddings')) / 1048576.0")
             rss0 = psutil.Process().memory_info().rss

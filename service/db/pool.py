@@ -94,13 +94,21 @@ async def _init_connection(conn: asyncpg.Connection[Any]) -> None:
         await register_vector(conn)
 
 
+# HNSW search settings every pooled connection starts with, so a vector query
+# is one round trip; a query wanting other values sets them in a transaction.
+# ef_search must cover the candidate pool (50) or HNSW returns fewer rows;
+# iterative scans keep walking the graph until the model/category filters pass.
+HNSW_SESSION_SETTINGS = {"hnsw.ef_search": "64", "hnsw.iterative_scan": "strict_order"}
+
+
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool[Any]:
-    """A pool whose connections know the pgvector types."""
+    """A pool whose connections know the pgvector types and the HNSW defaults."""
     pool = await asyncpg.create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,
         command_timeout=30,
+        server_settings=HNSW_SESSION_SETTINGS,
     )
     return pool

@@ -12,15 +12,17 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from service.db.pool import HNSW_SESSION_SETTINGS
 from service.domain.types import Base
 
 # pgvector's HNSW default; higher = better recall, slower (flags.yaml overrides).
-DEFAULT_EF_SEARCH = 40
+DEFAULT_EF_SEARCH = 64
 # Dimensions that have a partial HNSW index (migration 003). The dimension is
 # written into the SQL as a literal (a type modifier cannot be a parameter, and
 # the partial-index predicate must be provable at plan time), so it is checked
 # against this set first.
 INDEXED_DIMS = frozenset({384})
+POOL_EF_SEARCH = int(HNSW_SESSION_SETTINGS["hnsw.ef_search"])
 MAX_DIM = 16000  # pgvector's limit for `vector`
 
 
@@ -89,7 +91,8 @@ async def semantic_search(
     The model and category filters are applied while walking the HNSW graph;
     `iterative_scan` (pgvector >= 0.8) keeps walking until `top_k` rows pass
     them instead of returning fewer (e.g. during a model change, when two
-    models share the index). `ef_search` is set per transaction.
+    models share the index). Values other than the pool's session defaults
+    are set for one transaction.
     """
     if dim not in INDEXED_DIMS:
         raise ValueError(f"no HNSW index for dimension {dim}; indexed: {sorted(INDEXED_DIMS)}")
@@ -100,14 +103,19 @@ async def semantic_search(
     if category:
         args.append(category)
     args.append(top_k)
-    async with pool.acquire() as conn, conn.transaction():
-        # ef_search must be >= top_k or HNSW returns fewer rows than asked for.
-        await conn.execute(
-            "select set_config('hnsw.ef_search', $1, true)", str(max(ef_search, top_k))
-        )
-        if iterative_scan:
-            await conn.execute("select set_config('hnsw.iterative_scan', 'strict_order', true)")
-        rows = await conn.fetch(semantic_sql(dim, bool(category)), *args)
+    sql = semantic_sql(dim, bool(category))
+    ef = max(ef_search, top_k)  # ef_search must be >= top_k or HNSW returns fewer rows
+    if ef == POOL_EF_SEARCH and iterative_scan:
+        # The pool's session settings already say this: one round trip.
+        rows = await pool.fetch(sql, *args)
+    else:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "select set_config('hnsw.ef_search', $1, true),"
+                " set_config('hnsw.iterative_scan', $2, true)",
+                str(ef), "strict_order" if iterative_scan else "off",
+            )
+            rows = await conn.fetch(sql, *args)
     return [
         SemanticHit(
             chunk_id=row["chunk_id"],

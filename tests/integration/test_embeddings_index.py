@@ -216,7 +216,8 @@ async def test_semantic_search_paraphrase_and_category_filter(
 async def test_explain_uses_hnsw_index(pool: Any) -> None:
     """On a table of realistic size the planner walks the HNSW index (with and
     without the category filter). On a tiny table it rightly seq-scans: exact
-    and faster, so this test builds 3,000 rows of random vectors."""
+    and faster, so this test builds 5,000 rows of random vectors (the service
+    searches with ef_search 64, which the planner weighs against the table size)."""
     await pool.execute(
         "insert into docs_knowledge (slug, category, title, content, content_hash) "
         "select 'd' || i, (array['concepts','widgets','actions'])[1 + i % 3], 't', 'c', 'h' "
@@ -225,7 +226,7 @@ async def test_explain_uses_hnsw_index(pool: Any) -> None:
     await pool.execute(
         "insert into docs_knowledge_chunks (doc_slug, category, title, chunk_index, content, "
         "chunk_hash) select 'd' || (i % 30), (array['concepts','widgets','actions'])"
-        "[1 + (i % 30) % 3], 't', i, 'c', 'h' from generate_series(0, 2999) i"
+        "[1 + (i % 30) % 3], 't', i, 'c', 'h' from generate_series(0, 4999) i"
     )
     await pool.execute(
         "insert into chunk_embeddings (chunk_id, model, dim, chunk_hash, embedding) "
