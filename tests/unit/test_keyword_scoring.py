@@ -124,3 +124,38 @@ def test_dedupe_keeps_at_most_n_chunks_per_document() -> None:
     kept, trimmed = dedupe_per_document(doubled, 2)
     assert [e.doc_slug for e in kept] == ["concepts/workspace", "concepts/workspace", "actions/workspaces"]
     assert trimmed == 1
+
+
+def test_vectorised_bm25f_matches_the_scalar_formula() -> None:
+    """The numpy ranking equals BM25F computed unit by unit (oracle: keyword_formulas)."""
+    from service.scoring.keyword import LexicalParams, lexical_key
+
+    docs = [
+        _doc("concepts/notes", "Notes", ("notes", "annotations"), "Notes hold text. Notes link to notes."),
+        _doc("actions/notes", "Note Actions", ("rename",), "Rename, move or delete a note."),
+        _doc("widgets/recent", "Recent", ("history",), "Recently opened notes and workspaces."),
+        _doc("widgets/links", "Links Overview", ("backlinks",), "Backlinks between notes."),
+    ]
+    lexicon = build_lexicon(
+        titles=[d.title for d in docs], keywords=[k for d in docs for k in d.keywords],
+        texts=[d.content for d in docs], synonyms=Synonyms(),
+    )
+    index = build_document_index(docs, lexicon)
+    params = LexicalParams(scorer="bm25", k1=1.2, b=0.75, title_weight=2.0, keyword_weight=1.0, content_weight=1.0)
+    tokens = ["rename", "notes"]
+    results = index.search(tokens, lexical=params)
+    averages = index.average_lengths()
+    n = len(index.units)
+    expected: dict[str, float] = {}
+    for unit in index.units:
+        total = 0.0
+        for token in dict.fromkeys(lexical_key(t) for t in tokens):
+            df = len(index.lexical_postings.get(token, []))
+            tf = unit.lexical_tf(token, params, averages)
+            if df and tf:
+                total += f.bm25_idf(df, n) * f.bm25f_saturate(tf, params.k1)
+        expected[unit.doc_slug] = total
+    assert {r.doc_slug for r in results} == {slug for slug, score in expected.items() if score > 0}
+    for result in results:
+        assert result.score == pytest.approx(expected[result.doc_slug], abs=1e-6)  # evidence rounds to 6 places
+    assert [r.doc_slug for r in results] == sorted(expected, key=lambda s: -expected[s])[: len(results)]
