@@ -62,15 +62,19 @@ def semantic_sql(dim: int, with_category: bool) -> str:
     vec = f"vector({int(dim)})"
     category = "and c.category = $3" if with_category else ""
     limit = "$4" if with_category else "$3"
+    # `(select $1::text::vector)` is an InitPlan: the 384-number literal is
+    # parsed once per query, not once per row a sequential scan visits
+    # (a bare `$1::text::vector` is re-evaluated per row in a generic plan).
+    query_vector = f"(select $1::text::{vec})"
     return f"""
         select c.id::text as chunk_id, c.doc_slug, c.chunk_index, c.category, c.title,
                coalesce(c.header_path, '') as header_path, c.content,
                coalesce(c.keywords, '{{}}') as keywords, c.chunk_hash,
-               1 - (e.embedding::{vec} <=> $1::text::{vec}) as similarity
+               1 - (e.embedding::{vec} <=> {query_vector}) as similarity
         from chunk_embeddings e
         join docs_knowledge_chunks c on c.id = e.chunk_id
         where e.dim = {int(dim)} and e.model = $2 {category}
-        order by e.embedding::{vec} <=> $1::text::{vec}
+        order by e.embedding::{vec} <=> {query_vector}
         limit {limit}
     """
 
