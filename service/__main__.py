@@ -237,7 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if args.command != "serve":
+        # Python's default SIGTERM ends the process without unwinding, which would
+        # leave an embedded PostgreSQL (eval, bench, seed) running; exit properly.
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     return handler(args, settings)
+
+
+def _exit_on_sigterm(_sig: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signal.SIGTERM)
 
 
 if __name__ == "__main__":

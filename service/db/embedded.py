@@ -137,11 +137,15 @@ class EmbeddedPostgres:
             if not (self.data_dir / "PG_VERSION").exists():
                 self._initdb()
             self._clear_leftovers()
+            # Owned from before pg_ctl runs: an interruption (SIGTERM, Ctrl-C)
+            # while the server is coming up must still stop it.
+            self._owner = True
             self._dsn = self._pg_start()
         except BaseException:
+            if self._owner:
+                self.stop()
             self._unlock()
             raise
-        self._owner = True
         atexit.register(self.stop)  # last resort if the lifespan never ran its stop
         return self._dsn
 

@@ -145,3 +145,32 @@ async def test_seed_process_killed_mid_transaction_keeps_the_previous_corpus(
         assert slugs["concepts/entry"] == 1 and slugs["concepts/workspace"] == 2
     finally:
         await pool.close()
+
+
+def test_sigterm_during_a_cli_command_stops_its_embedded_postgres(tmp_path: Path) -> None:
+    """`eval` (like `seed` and `bench`) starts its own PostgreSQL; SIGTERM must not orphan it."""
+    from service.db.embedded import PostmasterPid
+
+    data_dir = tmp_path / "pg"
+    dataset = Path(__file__).resolve().parents[1] / "fixtures" / "beir_tiny"
+    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "eval", "--dataset", str(dataset), "--phase", "1",
+         "--no-baselines", "--no-variants", "--data-dir", str(data_dir)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while PostmasterPid.read(data_dir) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert PostmasterPid.read(data_dir) is not None, "eval never started its database"
+        pids = _postgres_pids(data_dir)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 30
+    while _alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pids)
