@@ -258,9 +258,23 @@ class Pipeline:
             raise LookupError("no embedding model loaded")
         flags = ctx.flags
         pool_size = flags.retrieval.candidate_pool
-        keyword = indexes.chunks.search(ctx.query.tokens, category=ctx.params.category, limit=pool_size, notes=ctx.notes, lexical=flags.lexical)
         text = rewrite_for_embedding(ctx.query.raw, self.synonyms.phrases, self.synonyms.words)
-        hits, timings = await self.semantic.search(text, pool_size, ctx.params.category, flags)
+        # The query embedding runs in its own thread: score the keyword leg and
+        # its decision meanwhile instead of after it.
+        semantic = asyncio.ensure_future(self.semantic.search(text, pool_size, ctx.params.category, flags))
+        try:
+            keyword = indexes.chunks.search(
+                ctx.query.tokens, category=ctx.params.category, limit=pool_size, notes=ctx.notes,
+                lexical=flags.lexical,
+            )
+            thresholds = flags.phases.for_phase(3)
+            keyword_decision, _ = keyword_decision_for(
+                indexes.chunks, ctx, thresholds, flags.retrieval.max_chunks_per_doc, keyword
+            )
+        except BaseException:
+            semantic.cancel()
+            raise
+        hits, timings = await semantic
         fuse_started = time.perf_counter()
         query_type = detect_query_type(ctx.query.raw)
         weights = getattr(flags.fusion.weights, query_type)
@@ -271,8 +285,6 @@ class Pipeline:
         trimmed = 0
         if not ctx.query.is_multi_intent:
             fused, trimmed = dedupe_per_document(fused, flags.retrieval.max_chunks_per_doc)
-        thresholds = flags.phases.for_phase(3)
-        keyword_decision, _ = keyword_decision_for(indexes.chunks, ctx, thresholds, flags.retrieval.max_chunks_per_doc, keyword)
         semantic_flags = SemanticThresholds(
             similarity_floor=flags.semantic.similarity_floor,
             answer_similarity=flags.semantic.answer_similarity,
