@@ -277,7 +277,11 @@ class Pipeline:
         hits, timings = await semantic
         fuse_started = time.perf_counter()
         query_type = detect_query_type(ctx.query.raw)
-        weights = getattr(flags.fusion.weights, query_type)
+        weights = (
+            getattr(flags.fusion.weights, query_type)
+            if flags.fusion.query_type_weights
+            else flags.fusion.weights.default
+        )
         fused = fuse_evidence(
             keyword, hits, method=fusion_method(flags.fusion.method), weights=weights,
             query_type=query_type, rrf_k=flags.fusion.rrf_k, doc_info=indexes.doc_info,

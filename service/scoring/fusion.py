@@ -25,19 +25,6 @@ K = TypeVar("K", bound=Hashable)
 
 RRF_K = 60
 
-SEED_DEFAULT_WEIGHTS: tuple[float, float] = (0.3, 0.7)
-"""(keyword, semantic) from the seed plan, used when query-type weighting is off."""
-
-DEFAULT_WEIGHTS: Mapping[str, tuple[float, float]] = {
-    # Identifiers and quoted strings must match literally: embeddings blur them.
-    "exact": (0.7, 0.3),
-    # Questions in the user's own words: vocabulary rarely matches the docs.
-    "semantic": (0.15, 0.85),
-    # Short keyword queries ("quick links edit"): both legs carry signal.
-    "mixed": (0.4, 0.6),
-}
-
-
 class FusedScore(Base, frozen=True):
     """Both legs of one candidate, as `match_explain` reports them."""
 
@@ -176,13 +163,3 @@ def detect_query_type(raw_query: str) -> QueryType:
     if len(words) >= NATURAL_MIN_WORDS:
         return "semantic"
     return "mixed"
-
-
-def weights_for(
-    query_type: QueryType | None,
-    table: Mapping[str, tuple[float, float]] | None = None,
-) -> tuple[float, float]:
-    """(w_keyword, w_semantic) for a query type; None (weighting off) → seed 0.3/0.7."""
-    if query_type is None:
-        return SEED_DEFAULT_WEIGHTS
-    return (table or DEFAULT_WEIGHTS).get(query_type, SEED_DEFAULT_WEIGHTS)

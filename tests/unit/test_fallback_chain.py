@@ -94,3 +94,29 @@ async def test_operator_phase_caps_the_client_phase() -> None:
     pipeline.semantic = _leg(BrokenLeg)
     response = await pipeline.run_request(RetrieveParams(query="explain workspace", phase_cap=3))
     assert response.phase == 1 and response.fallback_path == []
+
+
+class NeighbourLeg(SemanticLeg):
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> Any:
+        from service.scoring.semantic import SemanticHit
+
+        hit = SemanticHit(
+            chunk_id="1", doc_slug=CHUNK.doc_slug, chunk_index=0, category=CHUNK.category,
+            title=CHUNK.title, header_path=CHUNK.header_path, content=CHUNK.content,
+            keywords=CHUNK.keywords, chunk_hash=CHUNK.chunk_hash, similarity=0.8,
+        )
+        return [hit], {"embed_ms": 1.0, "vector_search_ms": 1.0}
+
+
+async def test_fusion_weights_follow_the_query_type_unless_switched_off() -> None:
+    question = RetrieveParams(query="how does the workspace canvas work?")
+    pipeline = _pipeline(Flags())
+    pipeline.semantic = _leg(NeighbourLeg)
+    explain = (await pipeline.run_request(question)).results[0].match_explain or []
+    assert "hybrid (semantic): 0.3 × keyword" in explain[-1]
+    exact = (await pipeline.run_request(RetrieveParams(query='"workspace canvas"'))).results[0].match_explain or []
+    assert "hybrid (exact): 0.7 × keyword" in exact[-1]
+    flat = _pipeline(apply_overrides(Flags(), {"fusion.query_type_weights": False, "fusion.weights.default": [0.5, 0.5]}))
+    flat.semantic = _leg(NeighbourLeg)
+    explain = (await flat.run_request(question)).results[0].match_explain or []
+    assert "0.5 × keyword" in explain[-1] and "0.5 × semantic" in explain[-1]

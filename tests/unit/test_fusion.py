@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from service.scoring.fusion import (
-    DEFAULT_WEIGHTS,
     FusedScore,
     FusionMethod,
     detect_query_type,
@@ -13,7 +12,6 @@ from service.scoring.fusion import (
     min_max_normalise,
     reciprocal_rank_fusion,
     weighted_sum_fusion,
-    weights_for,
 )
 
 
@@ -116,12 +114,3 @@ def test_detect_query_type(query: str, expected: str) -> None:
     assert detect_query_type(query) == expected
 
 
-def test_weights_table() -> None:
-    assert weights_for("exact") == (0.7, 0.3)
-    assert weights_for("semantic") == (0.15, 0.85)
-    assert weights_for("mixed") == (0.4, 0.6)
-    assert weights_for(None) == (0.3, 0.7)  # query-type weighting off: seed default
-    custom = {"exact": (0.9, 0.1)}
-    assert weights_for("exact", custom) == (0.9, 0.1)
-    assert weights_for("mixed", custom) == (0.3, 0.7)  # not in the table: seed default
-    assert all(sum(w) == pytest.approx(1.0) for w in DEFAULT_WEIGHTS.values())

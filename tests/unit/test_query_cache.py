@@ -66,7 +66,7 @@ async def test_embed_query_async_uses_cache_and_worker_thread() -> None:
 def test_vector_literal_and_sql_shape() -> None:
     assert vector_literal(np.array([0.5, -1.0, 0.0], dtype=np.float32)) == "[0.5,-1,0]"
     sql = semantic_sql(384, with_category=True)
-    assert "e.embedding::vector(384) <=> $1::text::vector(384)" in sql
+    assert "e.embedding::vector(384) <=> (select $1::text::vector(384))" in sql
     assert "e.dim = 384" in sql and "c.category = $3" in sql and "limit $4" in sql
     with pytest.raises(ValueError):
         semantic_sql(0, with_category=False)
