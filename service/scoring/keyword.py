@@ -26,7 +26,8 @@ import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
@@ -99,6 +100,9 @@ def lexical_key(token: str) -> str:
         stemmer = _stemmers.english = Stemmer.Stemmer("english")
     key: str = stemmer.stemWord(match_key(token))
     return key
+
+
+_NO_TF: Mapping[str, int] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -304,14 +308,15 @@ class _PostingArrays:
     def build(
         cls, units: Sequence[ScoringUnit], postings: Mapping[str, set[int]], lexical: Mapping[str, list[int]]
     ) -> _PostingArrays:
+        """Positions are ascending in every array (units are visited in order)."""
         arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         for key, holders in lexical.items():
-            positions = np.asarray(holders, dtype=np.int64)
+            # int32 positions and float32 counts: half the memory of the defaults.
             arrays[key] = (
-                positions,
-                np.asarray([units[p].title_tf.get(key, 0) for p in holders], dtype=np.float64),
-                np.asarray([units[p].keyword_tf.get(key, 0) for p in holders], dtype=np.float64),
-                np.asarray([units[p].content_tf.get(key, 0) for p in holders], dtype=np.float64),
+                np.asarray(holders, dtype=np.int32),
+                np.asarray([units[p].title_tf.get(key, 0) for p in holders], dtype=np.float32),
+                np.asarray([units[p].keyword_tf.get(key, 0) for p in holders], dtype=np.float32),
+                np.asarray([units[p].content_tf.get(key, 0) for p in holders], dtype=np.float32),
             )
         labels = np.asarray([u.category for u in units])
         whole: dict[str, list[int]] = defaultdict(list)
@@ -325,7 +330,7 @@ class _PostingArrays:
         return cls(
             n_units=len(units),
             lexical=arrays,
-            match_keys={k: np.fromiter(v, dtype=np.int64, count=len(v)) for k, v in postings.items()},
+            match_keys={k: np.asarray(sorted(v), dtype=np.int32) for k, v in postings.items()},
             lengths=(
                 np.asarray([u.title_length for u in units], dtype=np.float64),
                 np.asarray([u.keyword_length for u in units], dtype=np.float64),
@@ -350,14 +355,15 @@ class _PostingArrays:
     def rank_bm25(
         self,
         keys: Sequence[str],
-        terms: list[tuple[str, str, float, list[int]]],
+        terms: list[tuple[str, str, float]],
         params: LexicalConfig,
         averages: tuple[float, float, float],
         category: str | None,
         limit: int,
         units: Sequence[ScoringUnit],
-    ) -> tuple[dict[int, float], float]:
-        """Top `limit` units by BM25F (+ the exact-title lift), best first; and the lift."""
+    ) -> tuple[dict[int, tuple[float, list[tuple[str, float]]]], float]:
+        """Top `limit` units by BM25F (+ the exact-title lift), best first, each with
+        its per-term contributions (for `match_explain`); and the lift."""
         scores = np.zeros(self.n_units, dtype=np.float64)
         candidate = np.zeros(self.n_units, dtype=bool)
         for key in keys:  # units the seed guards see count as candidates too
@@ -369,14 +375,17 @@ class _PostingArrays:
             for length, average in zip(self.lengths, averages, strict=True)
         ]
         weights = (params.title_weight, params.keyword_weight, params.content_weight)
-        for _, key, idf, _ in terms:
+        contributions: list[tuple[str, np.ndarray, np.ndarray]] = []
+        for token, key, idf in terms:
             positions, *field_tf = self.lexical[key]
             pseudo = np.zeros(len(positions), dtype=np.float64)
             for weight, tf, norm in zip(weights, field_tf, norms, strict=True):
                 if weight:
                     pseudo += weight * tf / norm[positions]
-            scores[positions] += idf * pseudo * (params.k1 + 1.0) / (params.k1 + pseudo)
+            contribution = idf * pseudo * (params.k1 + 1.0) / (params.k1 + pseudo)
+            scores[positions] += contribution
             candidate[positions] = True
+            contributions.append((token, positions, contribution))
         if category is not None:
             candidate &= self.categories.get(category, np.zeros(self.n_units, dtype=bool))
         pool = np.flatnonzero(candidate)
@@ -394,7 +403,14 @@ class _PostingArrays:
             pool.tolist(),
             key=lambda c: (-scores[c], units[c].doc_slug, units[c].chunk_index or 0),
         )
-        return {c: float(scores[c]) for c in ordered}, lift
+        parts: dict[int, list[tuple[str, float]]] = {c: [] for c in ordered}
+        wanted = np.asarray(ordered, dtype=np.int64)
+        for token, positions, contribution in contributions:
+            at = np.minimum(np.searchsorted(positions, wanted), len(positions) - 1)
+            for c, i, hit in zip(ordered, at.tolist(), (positions[at] == wanted).tolist(), strict=True):
+                if hit and contribution[i] > 0:
+                    parts[c].append((token, float(contribution[i])))
+        return {c: (float(scores[c]), parts[c]) for c in ordered}, lift
 
 
 @dataclass
@@ -405,12 +421,9 @@ class KeywordIndex:
     source: Source = "keyword"
     lexical: LexicalConfig = DEFAULT_LEXICAL
     """Ranking used when `search` is not given one (the flags normally are)."""
-    postings: dict[str, set[int]] = field(default_factory=dict)
-    lexical_postings: dict[str, list[int]] = field(default_factory=dict)
-    """Lexical (stemmed) key → units holding it in any field; len() is the df."""
     field_totals: tuple[int, int, int] = (0, 0, 0)
     """Total title, keyword and content tokens (for BM25's average length)."""
-    _arrays: _PostingArrays | None = None
+    arrays: _PostingArrays = field(init=False)
 
     def __post_init__(self) -> None:
         postings: dict[str, set[int]] = defaultdict(set)
@@ -424,10 +437,11 @@ class KeywordIndex:
             title += unit.title_length
             keyword += unit.keyword_length
             content += unit.content_token_count
-        self.postings = dict(postings)
-        self.lexical_postings = dict(lexical)
         self.field_totals = (title, keyword, content)
-        self._arrays = _PostingArrays.build(self.units, self.postings, self.lexical_postings)
+        self.arrays = _PostingArrays.build(self.units, postings, lexical)
+        # The arrays now hold every term frequency: the per-unit dicts would only
+        # double the memory (at 100k chunks, most of the index).
+        self.units = [replace(u, title_tf=_NO_TF, keyword_tf=_NO_TF, content_tf=_NO_TF) for u in self.units]
 
     def average_lengths(self) -> tuple[float, float, float]:
         n = max(len(self.units), 1)
@@ -453,7 +467,9 @@ class KeywordIndex:
         if bm25_terms is None:
             candidates: set[int] = set()
             for key in keys:
-                candidates |= self.postings.get(key, set())
+                held = self.arrays.match_keys.get(key)
+                if held is not None:
+                    candidates.update(held.tolist())
             if category is not None:
                 candidates = {c for c in candidates if self.units[c].category == category}
             ranked = {c: seed_final(self.units[c], keys) for c in candidates}
@@ -462,51 +478,45 @@ class KeywordIndex:
                 key=lambda c: (-ranked[c], self.units[c].doc_slug, self.units[c].chunk_index or 0),
             )[:limit]
         else:
-            assert self._arrays is not None
-            ranked, exact_lift = self._arrays.rank_bm25(
+            bm25 = self.arrays.rank_bm25(
                 keys, bm25_terms, params, self.average_lengths(), category, limit, self.units
             )
-            order = list(ranked)
+            ranked_bm25, exact_lift = bm25
+            order = list(ranked_bm25)
         results: list[Evidence] = []
         for position in order:
             unit = self.units[position]
             ranking = None
             if bm25_terms is not None:
-                line = self._bm25_explain(unit, bm25_terms, params)
+                score, parts = ranked_bm25[position]
+                total = sum(value for _, value in parts)
+                terms_text = " + ".join(f"'{token}' {value:.3f}" for token, value in parts) or "0"
+                line = f"bm25 (k1={params.k1:g}, b={params.b:g}): {terms_text} = {total:.3f}"
                 if is_exact_title_phrase(keys, unit.title_phrases):
                     line += f"; exact title phrase + {exact_lift:.3f}"
-                ranking = (ranked[position], line)
+                ranking = (score, line)
             results.append(score_unit(unit, tokens, keys, self.source, notes, ranking))
         return results
 
-    def _bm25_terms(self, tokens: Sequence[str]) -> list[tuple[str, str, float, list[int]]]:
-        """(token, stem, idf, holders) of each distinct query stem the corpus has."""
+    def document_frequency(self, stem: str) -> int:
+        """How many units hold a lexical (stemmed) key in any field."""
+        held = self.arrays.lexical.get(stem)
+        return 0 if held is None else len(held[0])
+
+    def _bm25_terms(self, tokens: Sequence[str]) -> list[tuple[str, str, float]]:
+        """(token, stem, idf) of each distinct query stem the corpus has."""
         n = len(self.units)
-        terms: list[tuple[str, str, float, list[int]]] = []
+        terms: list[tuple[str, str, float]] = []
         seen: set[str] = set()
         for token in tokens:
             key = lexical_key(token)
             if key in seen:
                 continue
             seen.add(key)
-            holders = self.lexical_postings.get(key, [])
-            if holders:
-                terms.append((token, key, formula.bm25_idf(len(holders), n), holders))
+            df = self.document_frequency(key)
+            if df:
+                terms.append((token, key, formula.bm25_idf(df, n)))
         return terms
-
-    def _bm25_explain(
-        self, unit: ScoringUnit, terms: list[tuple[str, str, float, list[int]]], params: LexicalConfig
-    ) -> str:
-        averages = self.average_lengths()
-        parts: list[str] = []
-        total = 0.0
-        for token, key, idf, _ in terms:
-            tf = unit.lexical_tf(key, params, averages)
-            if tf > 0:
-                contribution = idf * formula.bm25f_saturate(tf, params.k1)
-                total += contribution
-                parts.append(f"'{token}' {contribution:.3f}")
-        return f"bm25 (k1={params.k1:g}, b={params.b:g}): {' + '.join(parts) or '0'} = {total:.3f}"
 
 
 def _rank_key(evidence: Evidence) -> tuple[float, str, int]:
