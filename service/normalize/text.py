@@ -8,6 +8,7 @@ tokenise → stopwords → word synonyms → conservative plural stemming.
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable, Mapping
 
@@ -122,7 +123,9 @@ def normalise_words(
     lowered, _ = apply_phrase_synonyms(lowercase_words(clean(text)), phrase_synonyms)
     kept = [t for t in words(lowered) if t not in stopwords]
     rewritten, _ = apply_word_synonyms(kept, word_synonyms)
-    return [stem_plural(t, known_terms) for t in rewritten if t not in stopwords]
+    # Interned: a corpus repeats a few thousand words millions of times, and
+    # the index keeps them in per-unit sets; one string object per word, not per use.
+    return [sys.intern(stem_plural(t, known_terms)) for t in rewritten if t not in stopwords]
 
 
 def rewrite_for_embedding(text: str, phrase_synonyms: Mapping[str, str], word_synonyms: Mapping[str, str]) -> str:

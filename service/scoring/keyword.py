@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import itertools
 import re
+import sys
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -150,7 +151,7 @@ class ScoringUnit:
 
 
 def _keys(tokens: Iterable[str]) -> list[str]:
-    return [match_key(t) for t in tokens]
+    return [sys.intern(match_key(t)) for t in tokens]
 
 
 def unit_from_document(doc: Document, lexicon: Lexicon) -> ScoringUnit:
