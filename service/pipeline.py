@@ -30,6 +30,7 @@ from service.domain.types import (
     Thresholds,
 )
 from service.flags import Flags
+from service.memory import release_free_memory
 from service.normalize.lexicon import Synonyms
 from service.normalize.query import TypoSettings, normalize_query
 from service.normalize.text import rewrite_for_embedding
@@ -208,6 +209,7 @@ class Pipeline:
             documents, chunks, self.synonyms, version,
             extra_known_terms=[c.term for c in self.glossary.concepts],
         )
+        release_free_memory()
 
     def _require_indexes(self) -> CorpusIndexes:
         if self.indexes is None or self.indexes.empty:

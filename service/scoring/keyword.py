@@ -123,7 +123,9 @@ class ScoringUnit:
     """Key sequences (space-joined) of the title and of each heading."""
     title_keys: frozenset[str]
     keyword_keys: frozenset[str]
-    content_keys: frozenset[str]
+    content_keys: tuple[str, ...]
+    """Sorted, distinct; a tuple is a third of a frozenset's size, and membership
+    is only asked for the few units that make the cut (or in seed ranking)."""
     content_token_count: int
     plain: str = ""
     """The content without Markdown marks, whitespace collapsed: what snippets cut."""
@@ -224,7 +226,7 @@ def _make_unit(
         title_phrases=tuple(" ".join(seq) for seq in title_sequences if seq),
         title_keys=frozenset(k for seq in title_sequences for k in seq),
         keyword_keys=frozenset(keyword_keys),
-        content_keys=frozenset(_keys(content_tokens)),
+        content_keys=tuple(sorted(set(_keys(content_tokens)))),
         content_token_count=len(content_tokens),
         title_tf=_term_counts(title_tokens),
         keyword_tf=_term_counts(keyword_tokens),
@@ -431,7 +433,7 @@ class KeywordIndex:
         lexical: dict[str, list[int]] = defaultdict(list)
         title = keyword = content = 0
         for position, unit in enumerate(self.units):
-            for key in unit.title_keys | unit.keyword_keys | unit.content_keys:
+            for key in {*unit.title_keys, *unit.keyword_keys, *unit.content_keys}:
                 postings[key].add(position)
             for key in unit.title_tf.keys() | unit.keyword_tf.keys() | unit.content_tf.keys():
                 lexical[key].append(position)
