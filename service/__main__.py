@@ -8,16 +8,16 @@ by writing a registrar in their own module and listing it in COMMANDS.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from service.db.server import run_with_database
 from service.settings import Settings, SettingsError, load_settings
 
 SubParsers = Any  # argparse._SubParsersAction is private; keep the alias loose
@@ -109,7 +109,7 @@ def _migrate(args: argparse.Namespace, settings: Settings) -> int:
             await conn.close()
         return 0
 
-    return _with_database(settings.with_overrides(data_dir=args.data_dir), run)
+    return run_with_database(settings.with_overrides(data_dir=args.data_dir), run)
 
 
 def _add_seed(sub: SubParsers) -> None:
@@ -151,29 +151,7 @@ def _seed(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(msgspec.to_builtins(report), indent=2))
         return 0
 
-    return _with_database(settings, run)
-
-
-def _with_database(settings: Settings, run: Callable[[str], Awaitable[int]]) -> int:
-    """Run `run(dsn)` against DATABASE_URL or a temporarily started embedded server."""
-    from service.db.embedded import EmbeddedPostgres
-
-    def interrupt(_sig: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt  # unwinds through the finally below: no orphan server
-
-    signal.signal(signal.SIGTERM, interrupt)
-    embedded = None
-    dsn = settings.database_url
-    try:
-        if dsn is None:
-            embedded = EmbeddedPostgres(settings.data_dir, port=settings.pg_port)
-            dsn = embedded.start()
-        return asyncio.run(run(dsn))  # type: ignore[arg-type]
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        if embedded is not None:
-            embedded.stop()
+    return run_with_database(settings, run)
 
 
 def _add_replay(sub: SubParsers) -> None:
@@ -241,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
         # Python's default SIGTERM ends the process without unwinding, which would
         # leave an embedded PostgreSQL (eval, bench, seed) running; exit properly.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    return handler(args, settings)
+    try:
+        return handler(args, settings)
+    except KeyboardInterrupt:  # Ctrl-C: the handlers' finally blocks have run
+        return 130
 
 
 def _exit_on_sigterm(_sig: int, _frame: FrameType | None) -> None:

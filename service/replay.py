@@ -70,20 +70,26 @@ async def _wait_ready(get: Callable[[str], Awaitable[tuple[int, dict[str, Any]]]
     raise TimeoutError(f"service not ready after {READY_TIMEOUT_S:.0f} s: {last}")
 
 
+async def _replay_through(client: Any, cases: list[GoldenCase], phase: int | None) -> list[CaseResult]:
+    """Wait for readiness, then replay; `client` is an httpx-style async client."""
+
+    async def get(path: str) -> tuple[int, dict[str, Any]]:
+        response = await client.get(path)
+        return response.status_code, response.json()
+
+    async def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        response = await client.post("/retrieve", json=body)
+        return response.status_code, response.json()
+
+    await _wait_ready(get)
+    return await replay_cases(cases, post, phase)
+
+
 async def _run_over_http(url: str, cases: list[GoldenCase], phase: int | None) -> list[CaseResult]:
     import httpx
 
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        async def get(path: str) -> tuple[int, dict[str, Any]]:
-            response = await client.get(path)
-            return response.status_code, response.json()
-
-        async def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-            response = await client.post("/retrieve", json=body)
-            return response.status_code, response.json()
-
-        await _wait_ready(get)
-        return await replay_cases(cases, post, phase)
+        return await _replay_through(client, cases, phase)
 
 
 async def _run_in_process(settings: Settings, cases: list[GoldenCase], phase: int | None) -> list[CaseResult]:
@@ -91,18 +97,8 @@ async def _run_in_process(settings: Settings, cases: list[GoldenCase], phase: in
 
     from service.app import create_app
 
-    app = create_app(settings)
-    async with AsyncTestClient(app=app, timeout=60) as client:
-        async def get(path: str) -> tuple[int, dict[str, Any]]:
-            response = await client.get(path)
-            return response.status_code, response.json()
-
-        async def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-            response = await client.post("/retrieve", json=body)
-            return response.status_code, response.json()
-
-        await _wait_ready(get)
-        return await replay_cases(cases, post, phase)
+    async with AsyncTestClient(app=create_app(settings), timeout=60) as client:
+        return await _replay_through(client, cases, phase)
 
 
 def add_parser(sub: Any) -> None:

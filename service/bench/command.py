@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from service.evaluation.command import say, with_server
+from service.db.server import run_with_database
+from service.evaluation.command import say
 from service.flags import Flags, load_flags
 from service.settings import PROJECT_ROOT, Settings
 
@@ -383,7 +384,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     flags = load_flags(settings.flags_file)
     data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     local = settings.with_overrides(data_dir=data_dir / "pg")
-    results: dict[str, Any] = with_server(local, lambda dsn: in_process(dsn, settings, flags, args.quick))
+    results: dict[str, Any] = run_with_database(local, lambda dsn: in_process(dsn, settings, flags, args.quick))
     if not args.no_http:
         results["http"] = asyncio.run(http_bench(2.0 if args.quick else 10.0, [1, 16, 64]))
     print(write_outputs(args.out, results, args.quick))

@@ -22,19 +22,19 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import json
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from service.db.server import run_with_database
 from service.domain.types import Chunk, Document, Evidence
 from service.evaluation.beir import BeirDataset, DatasetError, load_beir
 from service.evaluation.metrics import METRICS, evaluate
@@ -357,7 +357,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     flags = load_flags(settings.flags_file)
     phases = [1, 2, 3] if args.phase == "all" else [int(args.phase)]
     say(f"dataset {dataset.name}: {len(dataset.corpus)} documents, {len(dataset.queries)} judged queries")
-    results = with_server(settings, lambda dsn: run_eval(
+    results = run_with_database(settings, lambda dsn: run_eval(
         dataset, dsn, settings, flags, phases, args.k,
         baselines=not args.no_baselines, variants=not args.no_variants,
     ))
@@ -370,19 +370,3 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         args.json.write_text(json.dumps(public, indent=2) + "\n", encoding="utf-8")
         say(f"wrote {args.json}")
     return 0
-
-
-def with_server(settings: Settings, work: Callable[[str], Any]) -> Any:
-    """Run `work(admin_dsn)` on DATABASE_URL's server or the embedded one."""
-    from service.db.embedded import EmbeddedPostgres
-
-    embedded = None
-    dsn = settings.database_url
-    try:
-        if dsn is None:
-            embedded = EmbeddedPostgres(settings.data_dir, port=settings.pg_port)
-            dsn = embedded.start()
-        return asyncio.run(work(dsn))
-    finally:
-        if embedded is not None:
-            embedded.stop()
