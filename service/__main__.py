@@ -44,10 +44,19 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from service.app import create_app
+    from service.flags import FlagError
+    from service.ingest.tokens import ModelNotFoundError
+    from service.normalize.lexicon import SynonymError
+    from service.scoring.glossary import GlossaryError
     from service.state import get_state
 
     settings = settings.with_overrides(host=args.host, port=args.port, data_dir=args.data_dir)
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except (FlagError, ModelNotFoundError, SynonymError, GlossaryError) as err:
+        # Bad configuration stops start-up with one line naming the problem.
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     st = get_state(app.state)
     server = uvicorn.Server(uvicorn.Config(
         app, host=settings.host, port=settings.port, lifespan="on",

@@ -27,7 +27,14 @@ from typing import Any, Literal
 import asyncpg
 import msgspec
 
-from service.flags import FlagError, Flags, apply_overrides, flag_keys, get_value
+from service.flags import (
+    FlagError,
+    Flags,
+    apply_env_overrides,
+    apply_overrides,
+    flag_keys,
+    get_value,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +65,7 @@ class FlagStore:
     ) -> None:
         self.file_flags = file_flags
         self.env = dict(env)
-        self.base = apply_overrides(file_flags, self.env, "environment")
+        self.base = apply_env_overrides(file_flags, self.env)
         self.keys = frozenset(flag_keys(self.base))
         self.overrides: dict[str, Any] = {}
         self.rejected: dict[str, str] = {}

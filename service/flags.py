@@ -248,7 +248,15 @@ def apply_overrides(flags: Flags, overrides: Mapping[str, Any], origin: str = "o
     return _convert(data, origin)
 
 
+def apply_env_overrides(flags: Flags, overrides: Mapping[str, Any]) -> Flags:
+    """Apply `env_overrides` one by one, so an error names its environment variable."""
+    variable_of = {key: variable for variable, key in ENV_VARIABLES.items()}
+    for key, value in overrides.items():
+        flags = apply_overrides(flags, {key: value}, variable_of.get(key, "environment"))
+    return flags
+
+
 def load_flags(path: Path, environ: Mapping[str, str] | None = None) -> Flags:
     """flags.yaml, then the environment: what the service starts with."""
     base = load_flags_file(path)
-    return apply_overrides(base, env_overrides(environ if environ is not None else os.environ), "environment")
+    return apply_env_overrides(base, env_overrides(environ if environ is not None else os.environ))

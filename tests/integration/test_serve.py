@@ -104,3 +104,22 @@ def test_serve_ready_sigterm_restart(tmp_path: Path, fixture_seeds: Path) -> Non
     time.sleep(0.2)
     assert _alive(pids) == set()
     assert "inserted=0, updated=0, unchanged=3" in log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"EMBEDDING_MODEL": "/nonexistent/model-dir"}, "embedding model directory not found: /nonexistent/model-dir"),
+        ({"DOC_RETRIEVAL_PHASE": "7"}, "DOC_RETRIEVAL_PHASE"),
+    ],
+)
+def test_bad_configuration_stops_start_up_with_a_clear_message(
+    tmp_path: Path, env: dict[str, str], needle: str
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "service", "serve", "--port", "1", "--data-dir", str(tmp_path / "pg")],
+        env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert needle in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "pg").exists()  # nothing was started
