@@ -61,5 +61,5 @@ def test_bad_environment_values_name_the_variable(environ: dict[str, str], needl
 
 def test_overrides_are_validated_through_the_same_schema() -> None:
     assert apply_overrides(Flags(), {"phases.chunks.min_score": 4}).phases.chunks.min_score == 4
-    with pytest.raises(FlagError, match="unknown flag `phases.chunks.min_scor`"):
+    with pytest.raises(FlagError, match=r"unknown flag `phases\.chunks\.min_scor`"):
         apply_overrides(Flags(), {"phases.chunks.min_scor": 4})
