@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from service.ingest.indexer import IndexReport, active_model, index_embeddings
+from service.ingest.model_thread import on_model_thread
 from service.ingest.tokens import default_model_dir, validate_model_dir
 from service.normalize.lexicon import load_synonyms
 from service.operations import Operations
@@ -88,7 +89,7 @@ async def load_embedder(status: SemanticStatus) -> Any:
         if status.embedder is None:
             from service.ingest.embedder import Embedder
 
-            status.embedder = await asyncio.to_thread(Embedder, status.model_dir)
+            status.embedder = await on_model_thread(Embedder, status.model_dir)
             status.model_name = status.embedder.model_name
             status.loaded = True
     return status.embedder

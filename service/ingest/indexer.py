@@ -10,7 +10,6 @@ the new set is complete.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import time
@@ -21,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from service.domain.types import Base
+from service.ingest.model_thread import on_model_thread
 from service.scoring.semantic import vector_literal
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ async def index_embeddings(
     done = 0
     for start in range(0, len(todo), max(1, batch_size)):
         batch = todo[start : start + batch_size]
-        vectors = await asyncio.to_thread(
+        vectors = await on_model_thread(
             embedder.embed_passages, [(context, text) for _, _, _, context, text in batch]
         )
         await pool.executemany(

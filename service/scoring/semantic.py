@@ -3,10 +3,8 @@ loop) and cosine top-K through pgvector's HNSW index."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,6 +12,7 @@ import numpy.typing as npt
 
 from service.db.pool import HNSW_SESSION_SETTINGS
 from service.domain.types import Base
+from service.ingest.model_thread import on_model_thread
 
 # pgvector's HNSW default; higher = better recall, slower (flags.yaml overrides).
 DEFAULT_EF_SEARCH = 64
@@ -190,20 +189,6 @@ class QueryEmbeddingCache:
             return {"size": len(self._items), "hits": self.hits, "misses": self.misses}
 
 
-# One worker thread: the model runs one encode at a time anyway, and a dedicated
-# thread keeps embedding off the default executor that other I/O helpers share.
-_executor: ThreadPoolExecutor | None = None
-_executor_lock = threading.Lock()
-
-
-def _embed_executor() -> ThreadPoolExecutor:
-    global _executor
-    with _executor_lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embed")
-        return _executor
-
-
 async def embed_query_async(
     embedder: QueryEmbedder, text: str, cache: QueryEmbeddingCache | None = None
 ) -> npt.NDArray[np.float32]:
@@ -212,8 +197,7 @@ async def embed_query_async(
         cached = cache.get(embedder.model_name, text)
         if cached is not None:
             return cached
-    loop = asyncio.get_running_loop()
-    vector = await loop.run_in_executor(_embed_executor(), embedder.embed_query, text)
+    vector = await on_model_thread(embedder.embed_query, text)
     if cache is not None:
         cache.put(embedder.model_name, text, vector)
     return vector

@@ -58,7 +58,7 @@ async def test_embed_query_async_uses_cache_and_worker_thread() -> None:
     assert np.array_equal(first, second)
     assert embedder.calls == 1
     assert cache.hits == 1 and cache.misses == 1
-    assert embedder.threads and all(t.startswith("query-embed") for t in embedder.threads)
+    assert embedder.threads and all(t.startswith("model") for t in embedder.threads)  # the one model thread
     await embed_query_async(embedder, "notes", None)  # no cache: always computes
     assert embedder.calls == 2
 
