@@ -70,3 +70,14 @@ def test_vector_literal_and_sql_shape() -> None:
     assert "e.dim = 384" in sql and "c.category = $3" in sql and "limit $4" in sql
     with pytest.raises(ValueError):
         semantic_sql(0, with_category=False)
+
+
+async def test_model_work_always_runs_on_the_same_dedicated_thread() -> None:
+    """One thread for loading, passages and queries: one OpenMP team in torch."""
+    import threading
+
+    from service.ingest.model_thread import on_model_thread
+
+    first = await on_model_thread(threading.get_ident)
+    second = await on_model_thread(threading.get_ident)
+    assert first == second != threading.get_ident()
