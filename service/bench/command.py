@@ -227,6 +227,9 @@ async def scale_bench(admin_dsn: str, settings: Settings, flags: Flags, embedder
                 await c.copy_records_to_table(
                     "chunk_embeddings", columns=["chunk_id", "model", "dim", "chunk_hash", "input_hash", "embedding"],
                     records=[(r["id"], embedder.model_name, embedder.dim, r["chunk_hash"], "", vectors[by_key[(r["doc_slug"], r["chunk_index"])]]) for r in order])
+                # The vectors now live in PostgreSQL only, as in the service: drop the
+                # benchmark's copy so the RSS below is what a service would hold.
+                del vectors, by_key, order
                 await c.execute("set maintenance_work_mem = '1GB'")
                 await c.execute("set max_parallel_maintenance_workers = 1")
                 # Building HNSW over 100k vectors takes minutes on 2 cores: no command timeout.

@@ -25,6 +25,7 @@ import itertools
 import re
 import sys
 import threading
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -307,43 +308,6 @@ class _PostingArrays:
     whole_titles: dict[str, list[int]]
     title_bigrams: dict[str, set[int]]
 
-    @classmethod
-    def build(
-        cls, units: Sequence[ScoringUnit], postings: Mapping[str, set[int]], lexical: Mapping[str, list[int]]
-    ) -> _PostingArrays:
-        """Positions are ascending in every array (units are visited in order)."""
-        arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        for key, holders in lexical.items():
-            # int32 positions and float32 counts: half the memory of the defaults.
-            arrays[key] = (
-                np.asarray(holders, dtype=np.int32),
-                np.asarray([units[p].title_tf.get(key, 0) for p in holders], dtype=np.float32),
-                np.asarray([units[p].keyword_tf.get(key, 0) for p in holders], dtype=np.float32),
-                np.asarray([units[p].content_tf.get(key, 0) for p in holders], dtype=np.float32),
-            )
-        labels = np.asarray([u.category for u in units])
-        whole: dict[str, list[int]] = defaultdict(list)
-        bigrams: dict[str, set[int]] = defaultdict(set)
-        for position, unit in enumerate(units):
-            for phrase in unit.title_phrases:
-                whole[phrase].append(position)
-                words = phrase.split()
-                for first, second in itertools.pairwise(words):
-                    bigrams[f"{first} {second}"].add(position)
-        return cls(
-            n_units=len(units),
-            lexical=arrays,
-            match_keys={k: np.asarray(sorted(v), dtype=np.int32) for k, v in postings.items()},
-            lengths=(
-                np.asarray([u.title_length for u in units], dtype=np.float64),
-                np.asarray([u.keyword_length for u in units], dtype=np.float64),
-                np.asarray([u.content_token_count for u in units], dtype=np.float64),
-            ),
-            categories={c: labels == c for c in set(labels.tolist())},
-            whole_titles=dict(whole),
-            title_bigrams=dict(bigrams),
-        )
-
     def exact_title_units(self, keys: Sequence[str], units: Sequence[ScoringUnit]) -> list[int]:
         """Units whose title or heading is the query phrase (see is_exact_title_phrase)."""
         if not keys:
@@ -416,35 +380,92 @@ class _PostingArrays:
         return {c: (float(scores[c]), parts[c]) for c in ordered}, lift
 
 
+class _PostingBuilder:
+    """Streams units into compact posting buffers, so a unit's term counts are
+    dropped as soon as they are recorded (building 100k chunks never holds
+    100k dictionaries of counts at once)."""
+
+    def __init__(self) -> None:
+        self.match: dict[str, array[int]] = {}
+        self.lexical: dict[str, tuple[array[int], array[float], array[float], array[float]]] = {}
+        self.totals = [0, 0, 0]
+
+    def add(self, position: int, unit: ScoringUnit) -> None:
+        for key in {*unit.title_keys, *unit.keyword_keys, *unit.content_keys}:
+            self.match.setdefault(key, array("i")).append(position)
+        for key in unit.title_tf.keys() | unit.keyword_tf.keys() | unit.content_tf.keys():
+            held = self.lexical.get(key)
+            if held is None:
+                held = self.lexical[key] = (array("i"), array("f"), array("f"), array("f"))
+            held[0].append(position)
+            held[1].append(unit.title_tf.get(key, 0))
+            held[2].append(unit.keyword_tf.get(key, 0))
+            held[3].append(unit.content_tf.get(key, 0))
+        self.totals[0] += unit.title_length
+        self.totals[1] += unit.keyword_length
+        self.totals[2] += unit.content_token_count
+
+    def finish(self, units: Sequence[ScoringUnit]) -> _PostingArrays:
+        """Positions are ascending in every array (units are added in order)."""
+        labels = np.asarray([u.category for u in units])
+        whole: dict[str, list[int]] = defaultdict(list)
+        bigrams: dict[str, set[int]] = defaultdict(set)
+        for position, unit in enumerate(units):
+            for phrase in unit.title_phrases:
+                whole[phrase].append(position)
+                for first, second in itertools.pairwise(phrase.split()):
+                    bigrams[f"{first} {second}"].add(position)
+        return _PostingArrays(
+            n_units=len(units),
+            # int32 positions and float32 counts: half the memory of numpy's defaults.
+            lexical={
+                key: (
+                    np.frombuffer(pos, dtype=np.int32).copy(),
+                    np.frombuffer(title, dtype=np.float32).copy(),
+                    np.frombuffer(keyword, dtype=np.float32).copy(),
+                    np.frombuffer(content, dtype=np.float32).copy(),
+                )
+                for key, (pos, title, keyword, content) in self.lexical.items()
+            },
+            match_keys={key: np.frombuffer(pos, dtype=np.int32).copy() for key, pos in self.match.items()},
+            lengths=(
+                np.asarray([u.title_length for u in units], dtype=np.float64),
+                np.asarray([u.keyword_length for u in units], dtype=np.float64),
+                np.asarray([u.content_token_count for u in units], dtype=np.float64),
+            ),
+            categories={c: labels == c for c in set(labels.tolist())},
+            whole_titles=dict(whole),
+            title_bigrams=dict(bigrams),
+        )
+
+
 @dataclass
 class KeywordIndex:
     """Units plus an inverted index from match key to the units containing it."""
 
     units: list[ScoringUnit]
+    arrays: _PostingArrays
+    """The postings: build with `KeywordIndex.build`."""
     source: Source = "keyword"
     lexical: LexicalConfig = DEFAULT_LEXICAL
     """Ranking used when `search` is not given one (the flags normally are)."""
     field_totals: tuple[int, int, int] = (0, 0, 0)
     """Total title, keyword and content tokens (for BM25's average length)."""
-    arrays: _PostingArrays = field(init=False)
 
-    def __post_init__(self) -> None:
-        postings: dict[str, set[int]] = defaultdict(set)
-        lexical: dict[str, list[int]] = defaultdict(list)
-        title = keyword = content = 0
-        for position, unit in enumerate(self.units):
-            for key in {*unit.title_keys, *unit.keyword_keys, *unit.content_keys}:
-                postings[key].add(position)
-            for key in unit.title_tf.keys() | unit.keyword_tf.keys() | unit.content_tf.keys():
-                lexical[key].append(position)
-            title += unit.title_length
-            keyword += unit.keyword_length
-            content += unit.content_token_count
-        self.field_totals = (title, keyword, content)
-        self.arrays = _PostingArrays.build(self.units, postings, lexical)
-        # The arrays now hold every term frequency: the per-unit dicts would only
-        # double the memory (at 100k chunks, most of the index).
-        self.units = [replace(u, title_tf=_NO_TF, keyword_tf=_NO_TF, content_tf=_NO_TF) for u in self.units]
+    @classmethod
+    def build(cls, units: Iterable[ScoringUnit], source: Source = "keyword") -> KeywordIndex:
+        """Index units one at a time; the kept units carry no term counts (the
+        posting arrays hold them)."""
+        builder = _PostingBuilder()
+        kept: list[ScoringUnit] = []
+        for unit in units:
+            builder.add(len(kept), unit)
+            kept.append(replace(unit, title_tf=_NO_TF, keyword_tf=_NO_TF, content_tf=_NO_TF))
+        totals = builder.totals
+        return cls(
+            units=kept, source=source, field_totals=(totals[0], totals[1], totals[2]),
+            arrays=builder.finish(kept),
+        )
 
     def average_lengths(self) -> tuple[float, float, float]:
         n = max(len(self.units), 1)
@@ -611,7 +632,7 @@ def score_unit(
 
 
 def build_document_index(documents: Iterable[Document], lexicon: Lexicon) -> KeywordIndex:
-    return KeywordIndex([unit_from_document(d, lexicon) for d in documents])
+    return KeywordIndex.build(unit_from_document(d, lexicon) for d in documents)
 
 
 def build_chunk_index(
@@ -620,8 +641,6 @@ def build_chunk_index(
     doc_info: Callable[[str], tuple[str, str]],
 ) -> KeywordIndex:
     """`doc_info(slug)` gives the parent document's (content_hash, summary)."""
-    units = []
-    for chunk in chunks:
-        content_hash, summary = doc_info(chunk.doc_slug)
-        units.append(unit_from_chunk(chunk, lexicon, content_hash, summary))
-    return KeywordIndex(units)
+    return KeywordIndex.build(
+        unit_from_chunk(chunk, lexicon, *doc_info(chunk.doc_slug)) for chunk in chunks
+    )
