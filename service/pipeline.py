@@ -31,7 +31,7 @@ from service.domain.types import (
 )
 from service.flags import Flags
 from service.memory import release_free_memory
-from service.normalize.lexicon import Synonyms
+from service.normalize.lexicon import Synonyms, build_lexicon
 from service.normalize.query import TypoSettings, normalize_query
 from service.normalize.text import rewrite_for_embedding
 from service.scoring.chunks import dedupe_per_document
@@ -201,6 +201,8 @@ class Pipeline:
         tests use it to make a phase really wait on the database (pg_sleep)."""
         self.indexes: CorpusIndexes | None = None
         self.semantic: SemanticLeg | None = None
+        # Normalises queries while no corpus is loaded (stopwords and synonyms only).
+        self.empty_lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=synonyms)
 
     # -- corpus -----------------------------------------------------------
     def load_corpus(self, documents: Sequence[Document], chunks: Sequence[Chunk], version: int) -> None:
@@ -223,12 +225,7 @@ class Pipeline:
             max_token_length=flags.typo.max_token_length,
             similarity_cutoff=flags.typo.similarity_cutoff,
         )
-        if indexes is None:
-            from service.normalize.lexicon import build_lexicon  # empty corpus: stopwords only
-
-            lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=self.synonyms)
-        else:
-            lexicon = indexes.lexicon
+        lexicon = self.empty_lexicon if indexes is None else indexes.lexicon
         query, notes = normalize_query(text, lexicon, typo)
         notes.extend(
             f"typo: '{c.original}' → '{c.corrected}' (similarity {c.similarity:g})" for c in query.corrections
@@ -296,11 +293,12 @@ class Pipeline:
             answer_similarity=flags.semantic.answer_similarity,
             margin=flags.semantic.margin,
         )
-        decision = decide_hybrid(fused, keyword_decision, SemanticSignal.of(hits), ctx.query, semantic_flags)
+        signal = SemanticSignal.of(hits)
+        decision = decide_hybrid(fused, keyword_decision, signal, ctx.query, semantic_flags)
         timings["fusion_ms"] = round((time.perf_counter() - fuse_started) * 1000, 3)
         stats: dict[str, float | int] = {
             **timings, "keyword_candidates": len(keyword), "semantic_candidates": len(hits),
-            "deduplicated": trimmed, "top_similarity": round(SemanticSignal.of(hits).top_similarity, 4),
+            "deduplicated": trimmed, "top_similarity": round(signal.top_similarity, 4),
         }
         return TierOutcome("phase3", 3, decision, stats)
 
