@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 CHANNEL = "flags_changed"
 Source = Literal["file", "env", "override", "kill_switch"]
 KEEPALIVE_S = 5.0
+STOP_TIMEOUT_S = 10.0
 BACKOFF_START_S = 0.1
 BACKOFF_MAX_S = 5.0
 
@@ -206,8 +207,10 @@ class FlagStore:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            # Bounded: shutdown must finish even if the listener ignored the cancel.
+            done, _ = await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
+            if not done:
+                log.error("flag listener did not stop within %.0f s", STOP_TIMEOUT_S)
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
         self._dirty = True
@@ -248,8 +251,12 @@ class FlagStore:
 
     async def _serve(self, conn: Any) -> None:
         while True:
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+            # cancel that arrives as the event is set (a NOTIFY during shutdown),
+            # and this loop would then never end.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.keepalive_s)
+                async with asyncio.timeout(self.keepalive_s):
+                    await self._wake.wait()
             self._wake.clear()
             if conn.is_closed():
                 raise ConnectionError("LISTEN connection closed")
