@@ -20,7 +20,13 @@ from service.evaluation.labelled import (
 ROOT = Path(__file__).resolve().parents[2]
 QUERIES = ROOT / "bench" / "queries"
 SEEDS = ROOT / "seeds"
-LOGSEQ_DIRS = (ROOT / "tests" / "corpora" / "logseq-docs", ROOT.parent.parent / "shared" / "corpora" / "logseq-docs")
+# The copy in the repo first, else the shared corpus beside the checkout (a worktree sits one
+# level deeper than the main tree).
+LOGSEQ_DIRS = (
+    ROOT / "tests" / "corpora" / "logseq-docs",
+    ROOT.parent / "shared" / "corpora" / "logseq-docs",
+    ROOT.parent.parent / "shared" / "corpora" / "logseq-docs",
+)
 
 # Minimum cases per set and the least share of out-of-domain cases (issue #18).
 MINIMUM_CASES = {"seed.yaml": 400, "logseq.yaml": 200}
