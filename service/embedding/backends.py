@@ -1,0 +1,25 @@
+"""Pick and load the backend named by `embedding.backend`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from service.embedding.base import BACKENDS, WindowedEmbedder
+
+
+def onnx_cache_dir(data_dir: Path) -> Path:
+    """Exported graphs live beside the embedded PostgreSQL's data directory."""
+    return data_dir.resolve().parent / "models"
+
+
+def load_embedder(backend: str, model_dir: Path | str | None, cache_dir: Path) -> WindowedEmbedder:
+    """A loaded model (seconds: run it on the model thread)."""
+    if backend == "torch":
+        from service.embedding.torch_backend import TorchEmbedder
+
+        return TorchEmbedder(model_dir)
+    if backend in ("onnx", "onnx-int8"):
+        from service.embedding.onnx_backend import OnnxEmbedder
+
+        return OnnxEmbedder(model_dir, cache_dir=cache_dir, int8=backend == "onnx-int8")
+    raise ValueError(f"unknown embedding backend {backend!r}; known: {', '.join(BACKENDS)}")
