@@ -112,6 +112,16 @@ class ChunkingFlags(_Flags, frozen=True):
 class EmbeddingFlags(_Flags, frozen=True):
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 64
     query_cache_size: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 1024
+    backend: Literal["torch", "onnx", "onnx-int8"] = "onnx"
+    """Model runtime (service/embedding/); read at start-up."""
+    batch_wait_ms: Annotated[float, msgspec.Meta(ge=0, le=1000)] = 2.0
+    """Longest a query waits for others to share its forward pass."""
+    batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 32
+    max_queue_ms: Annotated[float, msgspec.Meta(ge=0, le=60_000)] = 250.0
+    """A query whose embedding would wait longer goes to phase 2 at once."""
+    remote_batch_size: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
+    remote_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
+    remote_retries: Annotated[int, msgspec.Meta(ge=0, le=20)] = 4
     hnsw_m: Annotated[int, msgspec.Meta(ge=2, le=100)] = 16
     hnsw_ef_construction: Annotated[int, msgspec.Meta(ge=4, le=1000)] = 64
 
