@@ -30,7 +30,8 @@ def export_fp32(model_dir: Path, out_file: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
     st = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
-    bert: Any = st[0].auto_model.eval()
+    transformer: Any = st[0]
+    bert = transformer.auto_model.eval()
 
     class HiddenStates(torch.nn.Module):
         """Keyword call: transformers 5's forward takes more positional args."""

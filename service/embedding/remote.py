@@ -18,6 +18,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -52,10 +53,12 @@ class RemoteConfig:
 
     @property
     def endpoint(self) -> str:
+        """`.../v1/embeddings` whether the URL names the server, its `/v1` or the endpoint."""
         base = self.url.rstrip("/")
-        if base.endswith("/embeddings"):
+        path = urlsplit(base).path
+        if path.endswith("/embeddings"):
             return base
-        return base + ("/embeddings" if base.endswith("/v1") else "/v1/embeddings")
+        return base + ("/embeddings" if path.endswith("/v1") else "/v1/embeddings")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RemoteConfig | None:
