@@ -29,6 +29,7 @@ from service.domain.types import (
     NormalizedQuery,
     Thresholds,
 )
+from service.embedding.batcher import EmbeddingQueueFull
 from service.flags import Flags
 from service.memory import release_free_memory
 from service.normalize.lexicon import Synonyms, build_lexicon
@@ -140,7 +141,7 @@ class SemanticLeg:
     """What phase 3 needs beyond memory: the model, its query cache, the pool."""
 
     embedder: Any
-    """`service.ingest.embedder.Embedder` (typed loosely: torch loads lazily)."""
+    """`service.embedding.batcher.QueryBatcher` over the loaded backend (or a bare embedder)."""
     cache: QueryEmbeddingCache
     pool: Callable[[], Any]
     """The current asyncpg pool, or None while the database is down."""
@@ -369,6 +370,9 @@ class Pipeline:
                     self._record(name, tier_started, error=True)
                 except NoCacheEntry as exc:
                     reason, kind = str(exc), "no_cache_entry"
+                except EmbeddingQueueFull as exc:
+                    # Load shed on purpose: not a failure for the kill switch to count.
+                    reason, kind = str(exc), "queue_full"
                 except Exception as exc:  # a failing tier is passed over, never surfaced
                     log.warning("tier %s failed: %s", name, exc, exc_info=not isinstance(exc, CorpusNotLoaded))
                     reason, kind = f"{type(exc).__name__}: {exc}", type(exc).__name__

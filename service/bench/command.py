@@ -380,11 +380,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--quick", action="store_true", help="fewer repetitions, 10k only, 2 s per HTTP level")
     p.add_argument("--out", type=Path, default=Path("bench/results"))
     p.add_argument("--no-http", action="store_true")
+    p.add_argument("--embedding", action="store_true",
+                   help="only the embedding backends: cosine to torch, query batches, chunks/s, RSS")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     flags = load_flags(settings.flags_file)
+    if args.embedding:
+        return run_embedding(args, settings, flags)
     data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     local = settings.with_overrides(data_dir=data_dir / "pg")
     results: dict[str, Any] = run_with_database(local, lambda dsn: in_process(dsn, settings, flags, args.quick))
@@ -392,3 +396,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         results["http"] = asyncio.run(http_bench(2.0 if args.quick else 10.0, [1, 16, 64]))
     print(write_outputs(args.out, results, args.quick))
     return 0
+
+
+def run_embedding(args: argparse.Namespace, settings: Settings, flags: Flags) -> int:
+    from service.bench.embedding import compare, table
+    from service.embedding.backends import onnx_cache_dir
+
+    results = compare(settings.seeds_dir, flags.chunking.max_tokens, onnx_cache_dir(settings.data_dir), args.quick)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "embedding.json").write_text(json.dumps(results, indent=2) + "\n")
+    text = table(results)
+    (args.out / "embedding.md").write_text(text)
+    print(text)
+    return 0 if all("error" not in r for r in results.values()) else 1

@@ -3,7 +3,8 @@ server (EMBEDDING_REMOTE_URL) once its probe proved it gives the same vectors.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 from service.embedding.base import WindowedEmbedder
@@ -11,18 +12,20 @@ from service.embedding.remote import RemoteConfig, RemoteEmbedder
 from service.flags import EmbeddingFlags
 
 
+@asynccontextmanager
 async def document_embedder(
     local: WindowedEmbedder, flags: EmbeddingFlags, env: Mapping[str, str] | None = None, **remote_options: Any,
-) -> tuple[WindowedEmbedder | RemoteEmbedder, int]:
+) -> AsyncIterator[tuple[WindowedEmbedder | RemoteEmbedder, int]]:
     """(embedder, indexer batch size). A remote one is probed here, before any
     write: a mismatch raises RemoteModelMismatch naming both models."""
     config = RemoteConfig.from_env(env)
     if config is None:
-        return local, flags.batch_size
-    remote = RemoteEmbedder(
+        yield local, flags.batch_size
+        return
+    async with RemoteEmbedder(
         config, local, batch_size=flags.remote_batch_size, concurrency=flags.remote_concurrency,
         retries=flags.remote_retries, **remote_options,
-    )
-    await remote.probe()
-    # One indexer batch feeds every concurrent request.
-    return remote, flags.remote_batch_size * flags.remote_concurrency
+    ) as remote:
+        await remote.probe()
+        # One indexer batch feeds every concurrent request.
+        yield remote, flags.remote_batch_size * flags.remote_concurrency

@@ -189,15 +189,26 @@ class QueryEmbeddingCache:
             return {"size": len(self._items), "hits": self.hits, "misses": self.misses}
 
 
+class BatchingQueryEmbedder(Protocol):
+    """service.embedding.batcher.QueryBatcher: shares forward passes, may refuse."""
+
+    model_name: str
+
+    async def embed(self, text: str) -> npt.NDArray[np.float32]: ...
+
+
 async def embed_query_async(
-    embedder: QueryEmbedder, text: str, cache: QueryEmbeddingCache | None = None
+    embedder: QueryEmbedder | BatchingQueryEmbedder, text: str, cache: QueryEmbeddingCache | None = None
 ) -> npt.NDArray[np.float32]:
-    """The query's vector from the cache, or computed in the embedding thread."""
+    """The query's vector from the cache, else from the batcher (or the model thread)."""
     if cache is not None:
         cached = cache.get(embedder.model_name, text)
         if cached is not None:
             return cached
-    vector = await on_model_thread(embedder.embed_query, text)
+    if hasattr(embedder, "embed"):
+        vector = await embedder.embed(text)
+    else:
+        vector = await on_model_thread(embedder.embed_query, text)
     if cache is not None:
         cache.put(embedder.model_name, text, vector)
     return vector

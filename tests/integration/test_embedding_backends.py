@@ -147,14 +147,15 @@ async def test_a_remote_that_fails_twice_then_answers_is_retried_with_back_off(o
 
 async def test_the_remote_is_chosen_by_environment_and_probed_first(onnx_model: WindowedEmbedder) -> None:
     flags = EmbeddingFlags()
-    local, batch = await document_embedder(onnx_model, flags, env={})
-    assert local is onnx_model and batch == flags.batch_size
+    async with document_embedder(onnx_model, flags, env={}) as (local, batch):
+        assert local is onnx_model and batch == flags.batch_size
     with pytest.raises(ValueError, match="EMBEDDING_REMOTE_MODEL"):
-        await document_embedder(onnx_model, flags, env={"EMBEDDING_REMOTE_URL": "http://127.0.0.1:9/v1"})
+        async with document_embedder(onnx_model, flags, env={"EMBEDDING_REMOTE_URL": "http://127.0.0.1:9/v1"}):
+            pass
     stand_in = StandIn(embed=lambda texts: onnx_model.embed_queries(list(texts)))
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=stand_in.app()))
     env = {"EMBEDDING_REMOTE_URL": "http://embeddings/v1", "EMBEDDING_REMOTE_MODEL": stand_in.model}
-    remote, batch = await document_embedder(onnx_model, flags, env=env, client=client)
-    assert isinstance(remote, RemoteEmbedder) and remote.probed and stand_in.requests == 1
-    assert batch == flags.remote_batch_size * flags.remote_concurrency
-    await client.aclose()
+    async with document_embedder(onnx_model, flags, env=env, client=client) as (remote, batch):
+        assert isinstance(remote, RemoteEmbedder) and remote.probed and stand_in.requests == 1
+        assert batch == flags.remote_batch_size * flags.remote_concurrency
+    assert client.is_closed

@@ -155,3 +155,77 @@ async def test_limits_are_read_on_every_call() -> None:
     limits["now"] = Limits(batch_wait_ms=50, batch_max=4)
     await asyncio.gather(b.embed("c"), b.embed("d"))
     assert model.calls[-1] == ["c", "d"]
+
+
+# -- through the pipeline: what a user sees ---------------------------------------
+class Recorder:
+    def __init__(self) -> None:
+        self.samples: list[tuple[str, bool]] = []
+
+    def record(self, tier: str, latency_ms: float, error: bool) -> None:
+        self.samples.append((tier, error))
+
+
+def pipeline_with(batcher_: QueryBatcher, recorder: Recorder) -> Any:
+    from service.flags import Flags
+    from service.pipeline import Pipeline, SemanticLeg
+    from service.scoring.semantic import QueryEmbeddingCache
+    from tests.unit.test_fallback_chain import CHUNK, DOC, SEEDS, Glossary, Synonyms, load_glossary
+
+    flags = Flags()
+    pipeline = Pipeline(glossary=Glossary(tuple(load_glossary(SEEDS / "core_concepts.yaml"))),
+                        synonyms=Synonyms(), flags=lambda: flags, recorder=recorder)
+    pipeline.load_corpus([DOC], [CHUNK], version=1)
+
+    async def model() -> str:
+        return "fake"
+
+    pipeline.semantic = SemanticLeg(embedder=batcher_, cache=QueryEmbeddingCache(0), pool=lambda: object(), model=model)
+    return pipeline
+
+
+async def test_requests_of_a_failing_batch_are_answered_by_phase_two() -> None:
+    from service.pipeline import RetrieveParams
+
+    recorder = Recorder()
+    pipeline = pipeline_with(batcher(FakeModel(fail_on="explain workspace"), Limits(batch_wait_ms=50)), recorder)
+    responses = await asyncio.gather(
+        pipeline.run_request(RetrieveParams(query="explain workspace")),
+        pipeline.run_request(RetrieveParams(query="workspace canvas")),
+    )
+    for response in responses:
+        assert response.phase == 2 and response.status == "answer"
+        assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "RuntimeError: model exploded")]
+    assert recorder.samples.count(("phase3", True)) == 2
+
+
+async def test_a_shed_request_says_so_and_is_not_counted_as_a_phase_three_error() -> None:
+    from service.pipeline import RetrieveParams
+
+    clock = ManualClock()
+    release = asyncio.Event()
+    calls: list[int] = []
+
+    async def run(func: Callable[[Sequence[str]], Matrix], texts: Sequence[str]) -> Matrix:
+        calls.append(len(texts))
+        if len(calls) == 1:
+            clock.now += 0.4  # measured: 400 ms for one query
+        else:
+            await release.wait()
+        return func(texts)
+
+    b = batcher(FakeModel(), Limits(batch_wait_ms=0, batch_max=1, max_queue_ms=300), clock=clock, run=run)
+    await b.embed("warm-up")
+    busy = asyncio.ensure_future(b.embed("in the model now"))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    # 400 ms left of the running batch > 300 ms: the request goes to phase 2 at once.
+    recorder = Recorder()
+    response = await pipeline_with(b, recorder).run_request(RetrieveParams(query="explain workspace"))
+    assert response.phase == 2
+    reason = response.fallback_path[0].reason
+    assert response.fallback_path[0].tier == "phase3" and reason.startswith("embedding queue full: ~")
+    assert reason.endswith(" ms wait > 300 ms")
+    assert ("phase3", True) not in recorder.samples
+    release.set()
+    await busy
