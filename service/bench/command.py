@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from service.bench.stats import summary
 from service.db.server import run_with_database
 from service.evaluation.command import say
 from service.flags import Flags, load_flags
@@ -39,13 +40,6 @@ from service.settings import PROJECT_ROOT, Settings
 GOLDEN = PROJECT_ROOT / "tests" / "golden" / "navigation.yaml"
 
 
-def pct(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "p50": round(pct(values, 50), 3), "p95": round(pct(values, 95), 3),
-            "p99": round(pct(values, 99), 3)}
 
 
 def golden_queries() -> list[str]:
@@ -56,6 +50,7 @@ def golden_queries() -> list[str]:
 
 async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: Any, cache_size: int) -> Any:
     from service.db.repo import load_chunks, load_documents
+    from service.embedding.batcher import QueryBatcher
     from service.normalize.lexicon import load_synonyms
     from service.pipeline import Pipeline, SemanticLeg
     from service.scoring.glossary import Glossary, load_glossary
@@ -70,7 +65,8 @@ async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: 
     async def model() -> str | None:
         return str(embedder.model_name)
 
-    pipeline.semantic = SemanticLeg(embedder=embedder, cache=QueryEmbeddingCache(cache_size),
+    batcher = QueryBatcher(embedder, lambda: flags.embedding)
+    pipeline.semantic = SemanticLeg(embedder=batcher, cache=QueryEmbeddingCache(cache_size),
                                     pool=lambda: pool, model=model)
     return pipeline
 
@@ -145,18 +141,29 @@ async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
         import psutil
 
         server = psutil.Process(proc.pid)
-        plan: list[tuple[str, list[dict[str, Any]] | None]] = [("/health", None)] + [
-            (f"/retrieve phase {p}", [{"query": q, "phase": p} for q in queries]) for p in (1, 2, 3)
-        ]
+
+        def unique(phase: int) -> Any:
+            # A different text on every request: the query cache cannot answer.
+            return lambda i: {"query": f"{queries[i % len(queries)]} {i}", "phase": phase}
+
+        def repeated(phase: int) -> Any:
+            return lambda i: {"query": queries[i % len(queries)], "phase": phase}
+
+        plan: list[tuple[str, int | None, Any]] = [("/health", None, None)] + [
+            (f"/retrieve cap {p} (unique queries)", p, unique(p)) for p in (1, 2, 3)
+        ] + [("/retrieve cap 3 (golden repeated: query cache on)", 3, repeated(3))]
         url = f"http://127.0.0.1:{port}"
-        for target, bodies in plan:
-            path = "/health" if bodies is None else "/retrieve"
-            make_body = None if bodies is None else (lambda i, b=bodies: b[i % len(b)])
+        for target, phase, make_body in plan:
+            path = "/health" if make_body is None else "/retrieve"
             for c in levels:
                 r = await run_load(url, make_body, c, seconds, path)
                 out[f"{target} c={c}"] = {"rps": r.rps, "p50": r.p50_ms, "p95": r.p95_ms,
-                                          "p99": r.p99_ms, "errors": r.errors}
-                say(f"http {target} c={c}: {r.rps:.0f} req/s p95 {r.p95_ms:.2f} ms errors {r.errors}")
+                                          "p99": r.p99_ms, "errors": r.errors, "answered": r.answered(),
+                                          "warnings": r.warnings(phase)}
+                say(f"http {target} c={c}: {r.rps:.0f} req/s p95 {r.p95_ms:.2f} ms errors {r.errors}"
+                    + (f" answered: {r.answered()}" if r.answered_by else ""))
+                for warning in r.warnings(phase):
+                    say(f"  warning: {warning}")
         out["server_rss_mb"] = round(server.memory_info().rss / 2**20, 1)
     finally:
         proc.terminate()
@@ -289,7 +296,7 @@ async def _fresh(admin_dsn: str, name: str, settings: Settings) -> str:
 
 async def in_process(admin_dsn: str, settings: Settings, flags: Flags, quick: bool) -> dict[str, Any]:
     from service.db.pool import create_pool
-    from service.ingest.embedder import Embedder
+    from service.embedding.backends import load_embedder, onnx_cache_dir
     from service.ingest.indexer import index_embeddings
     from service.ingest.seeder import default_chunker, seed
 
@@ -298,7 +305,7 @@ async def in_process(admin_dsn: str, settings: Settings, flags: Flags, quick: bo
     results: dict[str, Any] = {}
     try:
         await seed(pool, settings.seeds_dir, default_chunker(flags.chunking.max_tokens))
-        embedder = Embedder(settings.embedding_model) if settings.embedding_model else Embedder()
+        embedder = load_embedder(flags.embedding.backend, settings.embedding_model, onnx_cache_dir(settings.data_dir))
         report = await index_embeddings(pool, embedder, batch_size=flags.embedding.batch_size, progress=lambda _l: None)
         results["embedding"] = {"chunks": report.embedded, "seconds": report.seconds,
                                 "chunks_per_s": round(report.chunks_per_second, 1)}
@@ -337,10 +344,13 @@ def write_outputs(out_dir: Path, results: dict[str, Any], quick: bool) -> str:
     emb = results["embedding"]
     lines += ["", f"Real embedding throughput (seed corpus, {emb['chunks']} chunks): {emb['chunks_per_s']} chunks/s.", ""]
     if "http" in results:
-        lines += ["| HTTP loopback | req/s | p50 ms | p95 ms | p99 ms | errors |", "|---|---|---|---|---|---|"]
+        lines += ["| HTTP loopback | req/s | p50 ms | p95 ms | p99 ms | errors | answered by |",
+                  "|---|---|---|---|---|---|---|"]
         for name, s in results["http"].items():
             if isinstance(s, dict):
-                lines.append(f"| {name} | {s['rps']} | {s['p50']} | {s['p95']} | {s['p99']} | {s['errors']} |")
+                warn = " ⚠ " + "; ".join(s["warnings"]) if s.get("warnings") else ""
+                lines.append(f"| {name} | {s['rps']} | {s['p50']} | {s['p95']} | {s['p99']} | {s['errors']} "
+                             f"| {s.get('answered', '')}{warn} |")
         lines += ["", f"Server RSS after the HTTP runs: {results['http'].get('server_rss_mb')} MB.", ""]
     lines += ["| scale (synthetic, vectors synthetic) | rows s | vectors+HNSW s | keyword index s | chunks/s | phase 2 p95 ms | phase 3 p95 ms | RSS MB | PostgreSQL MB |",
               "|---|---|---|---|---|---|---|---|---|"]
