@@ -69,7 +69,7 @@ class RemoteConfig:
             return None
         model = env.get("EMBEDDING_REMOTE_MODEL", "").strip()
         if not model:
-            raise ValueError("EMBEDDING_REMOTE_URL is set but EMBEDDING_REMOTE_MODEL is not")
+            raise RemoteEmbeddingError("EMBEDDING_REMOTE_URL is set but EMBEDDING_REMOTE_MODEL is not")
         return cls(url=url, model=model, api_key=env.get("EMBEDDING_REMOTE_API_KEY") or None)
 
 

@@ -149,7 +149,7 @@ async def test_the_remote_is_chosen_by_environment_and_probed_first(onnx_model: 
     flags = EmbeddingFlags()
     async with document_embedder(onnx_model, flags, env={}) as (local, batch):
         assert local is onnx_model and batch == flags.batch_size
-    with pytest.raises(ValueError, match="EMBEDDING_REMOTE_MODEL"):
+    with pytest.raises(RemoteEmbeddingError, match="EMBEDDING_REMOTE_MODEL"):
         async with document_embedder(onnx_model, flags, env={"EMBEDDING_REMOTE_URL": "http://127.0.0.1:9/v1"}):
             pass
     stand_in = StandIn(embed=lambda texts: onnx_model.embed_queries(list(texts)))
