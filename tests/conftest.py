@@ -44,6 +44,9 @@ from service.db.pool import create_pool
 from service.domain.types import Chunk, Document
 from service.settings import PROJECT_ROOT
 
+# One ONNX export for the whole run, shared by every temporary data directory
+# (and by the servers tests start as subprocesses, which inherit it).
+os.environ.setdefault("EMBEDDING_CACHE_DIR", str(PROJECT_ROOT / ".cache" / "models"))
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 FIXTURE_SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 TEMPLATE_DB = "test_template_vector"

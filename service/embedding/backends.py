@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from service.embedding.base import BACKENDS, WindowedEmbedder
 
 
-def onnx_cache_dir(data_dir: Path) -> Path:
-    """Exported graphs live beside the embedded PostgreSQL's data directory."""
-    return data_dir.resolve().parent / "models"
+def onnx_cache_dir(data_dir: Path, env: Mapping[str, str] | None = None) -> Path:
+    """Exported graphs live beside the embedded PostgreSQL's data directory,
+    or in EMBEDDING_CACHE_DIR (one export shared by several data directories)."""
+    configured = (os.environ if env is None else env).get("EMBEDDING_CACHE_DIR", "").strip()
+    return Path(configured).expanduser() if configured else data_dir.resolve().parent / "models"
 
 
 def load_embedder(backend: str, model_dir: Path | str | None, cache_dir: Path) -> WindowedEmbedder:

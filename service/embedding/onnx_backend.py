@@ -96,6 +96,9 @@ class OnnxEmbedder(WindowedEmbedder):
         options = ort.SessionOptions()
         options.intra_op_num_threads = num_threads or model_threads()
         options.inter_op_num_threads = 1
+        # No busy-waiting between calls: idle model threads would spin on the
+        # cores the event loop and the keyword scoring need (2 cores, shared).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(self.graph), options, providers=["CPUExecutionProvider"])
         tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         # sentence-transformers pads each batch to its longest input and cuts at

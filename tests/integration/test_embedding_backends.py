@@ -13,7 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
-from service.embedding.backends import load_embedder
+from service.embedding.backends import load_embedder, onnx_cache_dir
 from service.embedding.base import WindowedEmbedder
 from service.embedding.batcher import QueryBatcher
 from service.embedding.documents import document_embedder
@@ -30,7 +30,7 @@ from tests.embedding_stand_in import StandIn
 from tests.integration.test_embeddings_index import DOCS, insert_docs
 
 # Exported graphs are cached across runs like the evaluation's vectors.
-CACHE = PROJECT_ROOT / ".cache" / "models"
+CACHE = onnx_cache_dir(PROJECT_ROOT / ".data" / "pg")
 LONG = "Widgets sit on the home page. " * 120  # several windows
 
 
