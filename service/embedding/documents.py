@@ -16,8 +16,10 @@ from service.flags import EmbeddingFlags
 async def document_embedder(
     local: WindowedEmbedder, flags: EmbeddingFlags, env: Mapping[str, str] | None = None, **remote_options: Any,
 ) -> AsyncIterator[tuple[WindowedEmbedder | RemoteEmbedder, int]]:
-    """(embedder, indexer batch size). A remote one is probed here, before any
-    write: a mismatch raises RemoteModelMismatch naming both models."""
+    """(embedder, indexer batch size). A remote one probes the server before
+    its first batch, so before any write (RemoteModelMismatch names both
+    models), and not at all when nothing needs embedding: a server that is
+    down then does not switch phase 3 off."""
     config = RemoteConfig.from_env(env)
     if config is None:
         yield local, flags.batch_size
@@ -26,6 +28,5 @@ async def document_embedder(
         config, local, batch_size=flags.remote_batch_size, concurrency=flags.remote_concurrency,
         retries=flags.remote_retries, **remote_options,
     ) as remote:
-        await remote.probe()
         # One indexer batch feeds every concurrent request.
         yield remote, flags.remote_batch_size * flags.remote_concurrency

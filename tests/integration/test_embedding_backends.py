@@ -18,6 +18,7 @@ from service.embedding.base import WindowedEmbedder
 from service.embedding.batcher import QueryBatcher
 from service.embedding.documents import document_embedder
 from service.embedding.remote import (
+    PROBE_TEXTS,
     RemoteConfig,
     RemoteEmbedder,
     RemoteEmbeddingError,
@@ -145,7 +146,7 @@ async def test_a_remote_that_fails_twice_then_answers_is_retried_with_back_off(o
             await remote.probe()
 
 
-async def test_the_remote_is_chosen_by_environment_and_probed_first(onnx_model: WindowedEmbedder) -> None:
+async def test_the_remote_is_chosen_by_environment_and_probed_before_its_first_batch(onnx_model: WindowedEmbedder) -> None:
     flags = EmbeddingFlags()
     async with document_embedder(onnx_model, flags, env={}) as (local, batch):
         assert local is onnx_model and batch == flags.batch_size
@@ -156,6 +157,8 @@ async def test_the_remote_is_chosen_by_environment_and_probed_first(onnx_model: 
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=stand_in.app()))
     env = {"EMBEDDING_REMOTE_URL": "http://embeddings/v1", "EMBEDDING_REMOTE_MODEL": stand_in.model}
     async with document_embedder(onnx_model, flags, env=env, client=client) as (remote, batch):
-        assert isinstance(remote, RemoteEmbedder) and remote.probed and stand_in.requests == 1
-        assert batch == flags.remote_batch_size * flags.remote_concurrency
+        assert isinstance(remote, RemoteEmbedder) and batch == flags.remote_batch_size * flags.remote_concurrency
+        assert stand_in.requests == 0  # nothing to embed yet: the server is not needed
+        await remote.embed_passages_async([("Notes", "Pin a note.")])
+        assert remote.probed and stand_in.batch_sizes == [len(PROBE_TEXTS), 1]  # probe first
     assert client.is_closed
