@@ -21,7 +21,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -186,11 +186,3 @@ class QueryBatcher:
         else:
             self._batch_ms += EWMA_ALPHA * (ms - self._batch_ms)
             self._batch_size += EWMA_ALPHA * (size - self._batch_size)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "batches": self.stats.batches, "queries": self.stats.queries, "shed": self.stats.shed,
-            "failed_batches": self.stats.failed_batches, "largest": self.stats.largest,
-            "mean_batch_ms": round(self._batch_ms, 3) if self._batch_ms is not None else None,
-            "waiting": len(self._waiting),
-        }
