@@ -31,7 +31,7 @@ from service.scoring.lexical_units import (
     prepare_document,
 )
 from service.scoring.postings import PostingArrays, PostingBuilder
-from service.scoring.seed import SeedMatch, rank_seed, seed_match
+from service.scoring.seed import rank_seed, seed_match
 from service.scoring.snippets import make_snippet, plain_text
 from service.scoring.stemming import match_keys
 
@@ -106,10 +106,7 @@ class KeywordIndex:
         """
         query = _Query(tokens, match_keys(tokens), category, limit, lexical or LexicalFlags())
         ranked = _RANKERS[lexical_scorer(query.params.scorer)](self, query)
-        return [self._evidence(self.units[position], query, notes, ranking) for position, ranking in ranked]
-
-    def _evidence(self, unit: ScoringUnit, query: _Query, notes: Sequence[str], ranking: Ranking | None) -> Evidence:
-        return _evidence(unit, seed_match(unit, query.tokens, query.keys), query.tokens, self.source, notes, ranking)
+        return [_evidence(self.units[position], query, self.source, notes, ranking) for position, ranking in ranked]
 
 
 Ranker = Callable[[KeywordIndex, _Query], list[tuple[int, Ranking | None]]]
@@ -134,16 +131,12 @@ _RANKERS: dict[LexicalScorer, Ranker] = {LexicalScorer.seed: _rank_seed, Lexical
 
 
 def _evidence(
-    unit: ScoringUnit,
-    match: SeedMatch,
-    tokens: Sequence[str],
-    source: Source,
-    notes: Sequence[str],
-    ranking: Ranking | None,
+    unit: ScoringUnit, query: _Query, source: Source, notes: Sequence[str], ranking: Ranking | None
 ) -> Evidence:
     """One unit's Evidence: the seed guards and explanation, ranked by `ranking`
     when another formula ranks (the seed score is then kept as `seed_score`)."""
-    explain = [*notes, *match.explain(tokens)]
+    match = seed_match(unit, query.tokens, query.keys)
+    explain = [*notes, *match.explain(query.tokens)]
     seed_score = round(match.score, 6)
     if ranking is not None:
         explain.append(f"ranking score: {ranking[1]}")

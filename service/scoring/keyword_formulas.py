@@ -1,4 +1,4 @@
-"""The seed plan's keyword scoring formula, as pure math.
+"""The keyword leg's formulas as pure math: the seed plan's points, then BM25F.
 
 Source: the seed plan (shared/seeds/001_…, "Phase 1 — Scoring Formula").
 
