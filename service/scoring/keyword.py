@@ -31,7 +31,7 @@ from service.scoring.lexical_units import (
     prepare_document,
 )
 from service.scoring.postings import PostingArrays, PostingBuilder
-from service.scoring.seed import rank_seed, seed_match
+from service.scoring.seed import explain_seed, rank_seed, seed_match
 from service.scoring.snippets import make_snippet, plain_text
 from service.scoring.stemming import match_keys
 
@@ -113,7 +113,7 @@ Ranker = Callable[[KeywordIndex, _Query], list[tuple[int, Ranking | None]]]
 
 
 def _rank_seed(index: KeywordIndex, query: _Query) -> list[tuple[int, Ranking | None]]:
-    order = rank_seed(index.postings, index.units, query.tokens, query.keys, query.category, query.limit)
+    order = rank_seed(index.postings, index.units, query.keys, query.category, query.limit)
     return [(position, None) for position in order]
 
 
@@ -135,12 +135,12 @@ def _evidence(
 ) -> Evidence:
     """One unit's Evidence: the seed guards and explanation, ranked by `ranking`
     when another formula ranks (the seed score is then kept as `seed_score`)."""
-    match = seed_match(unit, query.tokens, query.keys)
-    explain = [*notes, *match.explain(query.tokens)]
+    match = seed_match(unit, query.keys)
+    matched, lines = explain_seed(unit, match, query.tokens, query.keys)
+    explain = [*notes, *lines]
     seed_score = round(match.score, 6)
     if ranking is not None:
         explain.append(f"ranking score: {ranking[1]}")
-    matched = match.matched_terms
     return Evidence(
         doc_slug=unit.doc_slug,
         title=unit.title,

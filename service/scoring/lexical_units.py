@@ -40,16 +40,17 @@ class ScoringUnit:
     title_keys: frozenset[str]
     keyword_keys: frozenset[str]
     content_keys: tuple[str, ...]
-    """Sorted, distinct; a tuple is a third of a frozenset's size (see `has_content_key`)."""
+    """Sorted, distinct; a tuple is a third of a frozenset's size (see `fields_holding`)."""
     content_token_count: int
     plain: str
     """The content without Markdown marks, whitespace collapsed: what snippets cut."""
     plain_lower: str
 
-    def has_content_key(self, key: str) -> bool:
-        """Binary search of the sorted content keys."""
-        at = bisect_left(self.content_keys, key)
-        return at < len(self.content_keys) and self.content_keys[at] == key
+    def fields_holding(self, key: str) -> tuple[bool, bool, bool]:
+        """Whether the title, the keywords and the content hold a match key."""
+        at = bisect_left(self.content_keys, key)  # sorted: a binary search
+        in_content = at < len(self.content_keys) and self.content_keys[at] == key
+        return key in self.title_keys, key in self.keyword_keys, in_content
 
 
 @dataclass(frozen=True)

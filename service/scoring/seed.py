@@ -18,18 +18,11 @@ from service.scoring.postings import PostingArrays
 
 
 @dataclass(frozen=True, slots=True)
-class TokenHit:
-    token: str
-    in_title: bool
-    in_keywords: bool
-    in_content: bool
-
-
-@dataclass(frozen=True, slots=True)
 class SeedMatch:
     exact_title_phrase: bool
-    hits: tuple[TokenHit, ...]
-    """One per query token, in query order."""
+    title_hits: int
+    keyword_hits: int
+    content_hits: int
     raw: float
     """Seed points before length normalisation."""
     divisor: float
@@ -40,58 +33,54 @@ class SeedMatch:
         return self.raw / self.divisor
 
     @property
-    def matched_terms(self) -> tuple[str, ...]:
-        """Distinct query tokens found in any field, in query order."""
-        return tuple(dict.fromkeys(h.token for h in self.hits if h.in_title or h.in_keywords or h.in_content))
-
-    @property
     def title_or_keyword_hit(self) -> bool:
-        return any(h.in_title or h.in_keywords for h in self.hits)
-
-    def explain(self, tokens: Sequence[str]) -> list[str]:
-        """Every point, then the normalisation."""
-        lines: list[str] = []
-        if self.exact_title_phrase:
-            lines.append(f"exact phrase in title '{' '.join(tokens)}' +5")
-        for hit in self.hits:
-            if hit.in_title:
-                lines.append(f"title token '{hit.token}' +3")
-            if hit.in_keywords:
-                lines.append(f"keyword '{hit.token}' +2")
-            if hit.in_content:
-                lines.append(f"content '{hit.token}' +1")
-        half = " (penalty halved: exact title phrase)" if self.exact_title_phrase else ""
-        lines.append(
-            f"raw {self.raw:g} / {self.divisor:.2f} (√{self.content_token_count} content tokens){half}"
-            f" = {self.score:.3f}"
-        )
-        return lines
+        return self.title_hits + self.keyword_hits > 0
 
 
-def seed_match(unit: ScoringUnit, tokens: Sequence[str], keys: Sequence[str]) -> SeedMatch:
-    """Count the unit's seed points for the query (`keys`: the tokens' match keys)."""
+def seed_match(unit: ScoringUnit, keys: Sequence[str]) -> SeedMatch:
+    """Count the unit's seed points for the query's match keys (numbers only:
+    this runs for every candidate when the seed formula ranks)."""
     exact = is_exact_title_phrase(keys, unit.title_phrases)
-    hits = tuple(
-        TokenHit(token, key in unit.title_keys, key in unit.keyword_keys, unit.has_content_key(key))
-        for token, key in zip(tokens, keys, strict=True)
-    )
-    raw = formula.raw_points(
-        exact_title_phrase=exact,
-        title_hits=sum(h.in_title for h in hits),
-        keyword_hits=sum(h.in_keywords for h in hits),
-        content_hits=sum(h.in_content for h in hits),
-    )
+    title = keyword = content = 0
+    for key in keys:
+        in_title, in_keywords, in_content = unit.fields_holding(key)
+        title += in_title
+        keyword += in_keywords
+        content += in_content
+    raw = formula.raw_points(exact_title_phrase=exact, title_hits=title, keyword_hits=keyword, content_hits=content)
     divisor = formula.length_divisor(unit.content_token_count, exact)
-    return SeedMatch(exact, hits, raw, divisor, unit.content_token_count)
+    return SeedMatch(exact, title, keyword, content, raw, divisor, unit.content_token_count)
+
+
+def explain_seed(
+    unit: ScoringUnit, match: SeedMatch, tokens: Sequence[str], keys: Sequence[str]
+) -> tuple[tuple[str, ...], list[str]]:
+    """The matched query tokens (distinct, in query order) and a line per point
+    of `match`, then its normalisation (built only for the units returned)."""
+    lines: list[str] = []
+    matched: dict[str, None] = {}
+    if match.exact_title_phrase:
+        lines.append(f"exact phrase in title '{' '.join(tokens)}' +{formula.TITLE_PHRASE_POINTS:g}")
+    for token, key in zip(tokens, keys, strict=True):
+        in_title, in_keywords, in_content = unit.fields_holding(key)
+        if in_title:
+            lines.append(f"title token '{token}' +{formula.TITLE_TOKEN_POINTS:g}")
+        if in_keywords:
+            lines.append(f"keyword '{token}' +{formula.KEYWORD_POINTS:g}")
+        if in_content:
+            lines.append(f"content '{token}' +{formula.CONTENT_POINTS:g}")
+        if in_title or in_keywords or in_content:
+            matched[token] = None
+    half = " (penalty halved: exact title phrase)" if match.exact_title_phrase else ""
+    lines.append(
+        f"raw {match.raw:g} / {match.divisor:.2f} (√{match.content_token_count} content tokens){half}"
+        f" = {match.score:.3f}"
+    )
+    return tuple(matched), lines
 
 
 def rank_seed(
-    postings: PostingArrays,
-    units: Sequence[ScoringUnit],
-    tokens: Sequence[str],
-    keys: Sequence[str],
-    category: str | None,
-    limit: int,
+    postings: PostingArrays, units: Sequence[ScoringUnit], keys: Sequence[str], category: str | None, limit: int
 ) -> list[int]:
     """Top `limit` units sharing a match key, by seed score (ties: slug, chunk index)."""
     candidates: set[int] = set()
@@ -101,5 +90,5 @@ def rank_seed(
             candidates.update(held.tolist())
     if category is not None:
         candidates = {c for c in candidates if units[c].category == category}
-    scores = {c: round(seed_match(units[c], tokens, keys).score, 6) for c in candidates}
+    scores = {c: round(seed_match(units[c], keys).score, 6) for c in candidates}
     return sorted(scores, key=lambda c: (-scores[c], units[c].doc_slug, units[c].chunk_index or 0))[:limit]
