@@ -11,7 +11,12 @@ from service.flags import LexicalFlags
 from service.normalize.lexicon import Synonyms, build_lexicon
 from service.scoring import keyword_formulas as f
 from service.scoring.chunks import dedupe_per_document
-from service.scoring.keyword import build_chunk_index, build_document_index
+from service.scoring.keyword import (
+    LexicalScorer,
+    build_chunk_index,
+    build_document_index,
+    lexical_scorer,
+)
 from service.scoring.lexical_units import is_exact_title_phrase, prepare_document
 from service.scoring.snippets import make_snippet
 from service.scoring.stemming import lexical_key
@@ -169,3 +174,24 @@ def test_vectorised_bm25f_matches_the_scalar_formula() -> None:
         explained = next(line for line in result.match_explain if line.startswith("ranking score: bm25"))
         assert explained.endswith(f"= {expected[result.doc_slug]:.3f}")
     assert [r.doc_slug for r in results] == sorted(expected, key=lambda s: -expected[s])[: len(results)]
+
+
+def test_scorer_names_and_unknown_scorer_lists_the_valid_ones() -> None:
+    assert lexical_scorer(" BM25 ") is LexicalScorer.bm25
+    with pytest.raises(ValueError, match="unknown lexical scorer 'tfidf'; valid: seed, bm25"):
+        lexical_scorer("tfidf")
+
+
+def test_seed_guards_are_the_same_whichever_formula_ranks() -> None:
+    """The decision thresholds are in seed points: BM25F changes the order and
+    `score`, never a unit's raw points, matched terms or title/keyword hit."""
+    index = build_document_index(DOCS, LEXICON)
+    tokens = ["workspace", "notes"]
+    seed = {e.doc_slug: e for e in index.search(tokens, lexical=LexicalFlags(scorer="seed"))}
+    bm25 = {e.doc_slug: e for e in index.search(tokens, lexical=LexicalFlags(scorer="bm25"))}
+    assert seed.keys() == bm25.keys() and len(seed) == 3
+    for slug, by_seed in seed.items():
+        by_bm25 = bm25[slug]
+        guards = ("raw_score", "matched_terms", "title_or_keyword_hit", "exact_title_phrase", "snippet")
+        assert {g: getattr(by_bm25, g) for g in guards} == {g: getattr(by_seed, g) for g in guards}
+        assert by_seed.seed_score is None and by_bm25.seed_score == by_seed.score
