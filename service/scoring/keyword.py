@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from service.domain.types import Chunk, Document, Evidence, Source
 from service.flags import LexicalFlags
 from service.normalize.lexicon import Lexicon
-from service.scoring.bm25f import explain_bm25f, query_terms, rank_bm25f
+from service.scoring.bm25f import Ranked, explain_bm25f, query_terms, rank_bm25f
 from service.scoring.lexical_units import (
     PreparedUnit,
     ScoringUnit,
-    is_exact_title_phrase,
     prepare_chunk,
     prepare_document,
 )
@@ -60,8 +59,14 @@ def lexical_scorer(name: str) -> LexicalScorer:
         raise ValueError(f"unknown lexical scorer {name!r}; valid: {valid}") from None
 
 
-Ranking = tuple[float, str]
-"""A ranking score that replaces the seed score, and its explanation."""
+@dataclass(frozen=True)
+class _Ranking:
+    order: list[int]
+    """Unit positions, best first."""
+    bm25f: dict[int, Ranked] | None = None
+    """BM25F's score per unit when it ranks (the seed score is then kept as `seed_score`)."""
+    lift: float = 0.0
+    """BM25F's exact-title lift."""
 
 
 @dataclass
@@ -105,48 +110,48 @@ class KeywordIndex:
         `lexical` is the `lexical:` flags group (its schema defaults when omitted).
         """
         query = _Query(tokens, match_keys(tokens), category, limit, lexical or LexicalFlags())
-        ranked = _RANKERS[lexical_scorer(query.params.scorer)](self, query)
-        return [_evidence(self.units[position], query, self.source, notes, ranking) for position, ranking in ranked]
+        ranking = _RANKERS[lexical_scorer(query.params.scorer)](self, query)
+        return [_evidence(self.units[position], position, query, ranking, self.source, notes) for position in ranking.order]
 
 
-Ranker = Callable[[KeywordIndex, _Query], list[tuple[int, Ranking | None]]]
+def _rank_seed(index: KeywordIndex, query: _Query) -> _Ranking:
+    return _Ranking(rank_seed(index.postings, index.units, query.keys, query.category, query.limit))
 
 
-def _rank_seed(index: KeywordIndex, query: _Query) -> list[tuple[int, Ranking | None]]:
-    order = rank_seed(index.postings, index.units, query.keys, query.category, query.limit)
-    return [(position, None) for position in order]
-
-
-def _rank_bm25(index: KeywordIndex, query: _Query) -> list[tuple[int, Ranking | None]]:
+def _rank_bm25(index: KeywordIndex, query: _Query) -> _Ranking:
     terms = query_terms(query.tokens, index.postings)
     ranked, lift = rank_bm25f(index.postings, index.units, query.keys, terms, query.params, query.category, query.limit)
-    out: list[tuple[int, Ranking | None]] = []
-    for position, result in ranked.items():
-        exact = is_exact_title_phrase(query.keys, index.units[position].title_phrases)
-        out.append((position, (result.score, explain_bm25f(result, query.params, exact, lift))))
-    return out
+    return _Ranking(list(ranked), ranked, lift)
 
 
-_RANKERS: dict[LexicalScorer, Ranker] = {LexicalScorer.seed: _rank_seed, LexicalScorer.bm25: _rank_bm25}
+_RANKERS: dict[LexicalScorer, Callable[[KeywordIndex, _Query], _Ranking]] = {
+    LexicalScorer.seed: _rank_seed,
+    LexicalScorer.bm25: _rank_bm25,
+}
 
 
 def _evidence(
-    unit: ScoringUnit, query: _Query, source: Source, notes: Sequence[str], ranking: Ranking | None
+    unit: ScoringUnit, position: int, query: _Query, ranking: _Ranking, source: Source, notes: Sequence[str]
 ) -> Evidence:
-    """One unit's Evidence: the seed guards and explanation, ranked by `ranking`
-    when another formula ranks (the seed score is then kept as `seed_score`)."""
+    """One unit's Evidence: the seed guards and explanation, plus BM25F's score
+    and explanation when BM25F ranks."""
     match = seed_match(unit, query.keys)
-    matched, lines = explain_seed(unit, match, query.tokens, query.keys)
+    matched, lines = explain_seed(match, query.tokens)
     explain = [*notes, *lines]
     seed_score = round(match.score, 6)
-    if ranking is not None:
-        explain.append(f"ranking score: {ranking[1]}")
+    score = seed_score
+    if ranking.bm25f is not None:
+        ranked = ranking.bm25f[position]
+        score = round(ranked.score, 6)
+        explain.append(
+            f"ranking score: {explain_bm25f(ranked, query.params, match.exact_title_phrase, ranking.lift)}"
+        )
     return Evidence(
         doc_slug=unit.doc_slug,
         title=unit.title,
         category=unit.category,
         snippet=make_snippet(unit.plain, matched, unit.summary, unit.plain_lower),
-        score=seed_score if ranking is None else round(ranking[0], 6),
+        score=score,
         content_hash=unit.content_hash,
         matched_terms=matched,
         source=source,
@@ -155,7 +160,7 @@ def _evidence(
         chunk_index=unit.chunk_index,
         chunk_hash=unit.chunk_hash,
         raw_score=match.raw,
-        seed_score=None if ranking is None else seed_score,
+        seed_score=None if ranking.bm25f is None else seed_score,
         title_or_keyword_hit=match.title_or_keyword_hit,
         exact_title_phrase=match.exact_title_phrase,
     )

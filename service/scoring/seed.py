@@ -27,6 +27,8 @@ class SeedMatch:
     """Seed points before length normalisation."""
     divisor: float
     content_token_count: int
+    holdings: tuple[tuple[bool, bool, bool], ...]
+    """Per query key: whether the title, the keywords and the content hold it."""
 
     @property
     def score(self) -> float:
@@ -41,28 +43,25 @@ def seed_match(unit: ScoringUnit, keys: Sequence[str]) -> SeedMatch:
     """Count the unit's seed points for the query's match keys (numbers only:
     this runs for every candidate when the seed formula ranks)."""
     exact = is_exact_title_phrase(keys, unit.title_phrases)
+    holdings = tuple(map(unit.fields_holding, keys))
     title = keyword = content = 0
-    for key in keys:
-        in_title, in_keywords, in_content = unit.fields_holding(key)
+    for in_title, in_keywords, in_content in holdings:
         title += in_title
         keyword += in_keywords
         content += in_content
     raw = formula.raw_points(exact_title_phrase=exact, title_hits=title, keyword_hits=keyword, content_hits=content)
     divisor = formula.length_divisor(unit.content_token_count, exact)
-    return SeedMatch(exact, title, keyword, content, raw, divisor, unit.content_token_count)
+    return SeedMatch(exact, title, keyword, content, raw, divisor, unit.content_token_count, holdings)
 
 
-def explain_seed(
-    unit: ScoringUnit, match: SeedMatch, tokens: Sequence[str], keys: Sequence[str]
-) -> tuple[tuple[str, ...], list[str]]:
+def explain_seed(match: SeedMatch, tokens: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
     """The matched query tokens (distinct, in query order) and a line per point
     of `match`, then its normalisation (built only for the units returned)."""
     lines: list[str] = []
     matched: dict[str, None] = {}
     if match.exact_title_phrase:
         lines.append(f"exact phrase in title '{' '.join(tokens)}' +{formula.TITLE_PHRASE_POINTS:g}")
-    for token, key in zip(tokens, keys, strict=True):
-        in_title, in_keywords, in_content = unit.fields_holding(key)
+    for token, (in_title, in_keywords, in_content) in zip(tokens, match.holdings, strict=True):
         if in_title:
             lines.append(f"title token '{token}' +{formula.TITLE_TOKEN_POINTS:g}")
         if in_keywords:
