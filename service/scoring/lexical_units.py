@@ -10,7 +10,6 @@ them, so the index never holds a dictionary of counts per unit.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,17 +39,11 @@ class ScoringUnit:
     title_keys: frozenset[str]
     keyword_keys: frozenset[str]
     content_keys: tuple[str, ...]
-    """Sorted, distinct; a tuple is a third of a frozenset's size (see `fields_holding`)."""
+    """Sorted, distinct; a tuple is a third of a frozenset's size (seed.py searches it by bisection)."""
     content_token_count: int
     plain: str
     """The content without Markdown marks, whitespace collapsed: what snippets cut."""
     plain_lower: str
-
-    def fields_holding(self, key: str) -> tuple[bool, bool, bool]:
-        """Whether the title, the keywords and the content hold a match key."""
-        at = bisect_left(self.content_keys, key)  # sorted: a binary search
-        in_content = at < len(self.content_keys) and self.content_keys[at] == key
-        return key in self.title_keys, key in self.keyword_keys, in_content
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ in keyword_formulas.py.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,12 +44,18 @@ def seed_match(unit: ScoringUnit, keys: Sequence[str]) -> SeedMatch:
     """Count the unit's seed points for the query's match keys (numbers only:
     this runs for every candidate when the seed formula ranks)."""
     exact = is_exact_title_phrase(keys, unit.title_phrases)
-    holdings = tuple(map(unit.fields_holding, keys))
+    title_keys, keyword_keys, content_keys = unit.title_keys, unit.keyword_keys, unit.content_keys
+    held: list[tuple[bool, bool, bool]] = []
     title = keyword = content = 0
-    for in_title, in_keywords, in_content in holdings:
+    for key in keys:
+        at = bisect_left(content_keys, key)  # content keys are sorted: a binary search
+        in_title, in_keywords = key in title_keys, key in keyword_keys
+        in_content = at < len(content_keys) and content_keys[at] == key
+        held.append((in_title, in_keywords, in_content))
         title += in_title
         keyword += in_keywords
         content += in_content
+    holdings = tuple(held)
     raw = formula.raw_points(exact_title_phrase=exact, title_hits=title, keyword_hits=keyword, content_hits=content)
     divisor = formula.length_divisor(unit.content_token_count, exact)
     return SeedMatch(exact, title, keyword, content, raw, divisor, unit.content_token_count, holdings)
