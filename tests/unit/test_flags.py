@@ -93,7 +93,6 @@ def test_the_schema_defaults_are_the_shipped_file() -> None:
         ("semantic:\n  ef_search: 10\n", ["semantic.ef_search", "retrieval.candidate_pool"]),
         ("context:\n  total: 1\n", ["context.total", "context.core_concepts", "context.retrieved_docs"]),
         ("context:\n  ui_context: 5000\n  total: 4000\n", ["context.ui_context", "context.total"]),
-        ("timeouts:\n  db_ms: 3000\n  phase_ms: 1000\n", ["timeouts.db_ms", "timeouts.phase_ms"]),
         ("fusion:\n  weights:\n    exact: [0.7, 0.7]\n", ["fusion.weights.exact"]),
         ("lexical:\n  title_weight: 0\n  keyword_weight: 0\n  content_weight: 0\n",
          ["lexical.title_weight", "lexical.content_weight"]),
