@@ -270,14 +270,26 @@ _FALSE = {"0", "false", "no", "off"}
 
 def _convert(data: Mapping[str, Any], origin: str) -> Flags:
     # strict: "2" is not 2, "yes" is not True (YAML and JSON carry real types).
+    # JSON has one number type and JSON Schema counts 2.0 as an integer, so an
+    # integral float is taken as an int (a float flag takes an int as it is).
     try:
-        return msgspec.convert(data, Flags, strict=True)
+        return msgspec.convert(_integral_floats_as_ints(data), Flags, strict=True)
     except msgspec.ValidationError as exc:
         # msgspec names the path as `$.phases.keyword.min_gap`; show it as a dotted key.
         message = str(exc).replace("`$.", "`").replace(" - at `$`", "")
         # A two-key check names its keys in full already; drop msgspec's group path.
         message = _GROUP_SUFFIX.sub(lambda m: "" if f"`{m[1]}." in message else m[0], message)
         raise FlagError(f"{origin}: {message}") from exc
+
+
+def _integral_floats_as_ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _integral_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_integral_floats_as_ints(v) for v in value]
+    return value
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -38,9 +38,13 @@ async def require_json_body(request: Request[Any, Any, Any]) -> None:
     """415 for a request body that is not declared `application/json` (or `+json`)."""
     if "data" not in request.route_handler.parsed_fn_signature.parameters:
         return  # the operation takes no body: nothing is parsed
-    has_body = request.headers.get("transfer-encoding") or request.headers.get("content-length", "0") != "0"
-    if not has_body:
+    length = request.headers.get("content-length")
+    if length is None and not request.headers.get("transfer-encoding"):
         return  # no body: required ones are refused by validation (400 naming the body)
+    if length is not None and length.isdigit():
+        limit = request.route_handler.resolve_request_max_body_size()
+        if int(length) == 0 or (limit is not None and int(length) > limit):
+            return  # empty, or too large: Litestar answers 413 before anything else
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media_type != JSON_MEDIA_TYPE and not media_type.endswith("+json"):
         raise UnsupportedMediaType(

@@ -1,11 +1,19 @@
 """OpenAPI generation tweaks, so the published schema is what the service enforces.
 
-Litestar documents a msgspec Struct without `additionalProperties`, which
-says "extra fields are fine"; our wire types forbid unknown fields (400).
-`StrictStructSchemaPlugin` adds `additionalProperties: false` to the schema
-of every Struct declared with `forbid_unknown_fields=True`, so clients and
-schemathesis (tests/integration/test_fuzz_api.py) see the real contract.
-`OptionalBodyOperation` marks an optional request body as not required.
+- `StrictStructSchemaPlugin`: `additionalProperties: false` on every Struct
+  declared with `forbid_unknown_fields=True` (Litestar leaves it out, which
+  says "extra fields are fine"), and a field's `Meta(extra_json_schema=...)`
+  limits that the handler checks itself (the query's minimum length).
+- `publish_flag_limits`: limits that are flags (`retrieval.max_top_k` → the
+  `top_k` maximum), written at start-up and again after a runtime override;
+  413 and 415 documented on every operation that takes a body.
+- `OptionalBodyOperation`, `FlagOverrideOperation`, `ReplayOperation`: request
+  bodies a type annotation cannot describe (optional; only known flags with
+  their own types; exactly one of `file` / `yaml`).
+- `render_plugins` / `swagger_asset`: the Swagger UI page with its scripts and
+  styles served from the `swagger-ui-bundle` package (works offline).
+
+tests/integration/test_fuzz_api.py runs every schemathesis check against it.
 """
 
 from __future__ import annotations
@@ -43,7 +51,22 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
                 schema.additional_properties = False
             for field in info.fields:
                 _document_extra(schema, field)
+                _document_items(schema, field)
         return schema
+
+
+def _document_items(schema: Schema, field: msgspec.inspect.Field) -> None:
+    """Litestar drops the constraints of a list's items (`list[Name]` documents
+    plain strings while an empty name is refused): copy them over."""
+    info = field.type.type if isinstance(field.type, msgspec.inspect.Metadata) else field.type
+    target = (schema.properties or {}).get(field.encode_name)
+    if not isinstance(info, msgspec.inspect.ListType) or target is None or isinstance(target, Reference):
+        return
+    item, items = info.item_type, target.items
+    if isinstance(item, msgspec.inspect.StrType) and items is not None and not isinstance(items, Reference | list):
+        items.min_length = item.min_length
+        items.max_length = item.max_length
+        items.pattern = item.pattern
 
 
 # msgspec's `Meta(extra_json_schema=...)` keys Litestar does not carry over, and
