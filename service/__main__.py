@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from service.db.server import run_with_database
+from service.extras import missing_extra
 from service.settings import Settings, SettingsError, load_settings
 
 SubParsers = Any  # argparse._SubParsersAction is private; keep the alias loose
@@ -225,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
+        return 2
+    if (problem := missing_extra(args.command)) is not None:
+        print(problem, file=sys.stderr)
         return 2
     try:
         settings = load_settings()

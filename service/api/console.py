@@ -30,6 +30,7 @@ from litestar.params import FromPath, JSONBody
 
 from service.api.auth import admin_guard
 from service.api.errors import ErrorBody
+from service.api.openapi import ReplayOperation
 from service.api.retrieve import pipeline_of, validate_request
 from service.api.schemas import RetrieveRequest
 from service.domain.types import Base
@@ -155,7 +156,7 @@ async def replay_files() -> GoldenFiles:
 
 
 @post("/admin/replay", guards=[admin_guard], status_code=200, responses=_ERRORS,
-      request_max_body_size=2 * MAX_YAML_BYTES,
+      request_max_body_size=2 * MAX_YAML_BYTES, operation_class=ReplayOperation,
       summary="Replay a golden file in-process through this service's pipeline")
 async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
     source, cases = _cases_of(data)

@@ -11,7 +11,7 @@ from litestar.params import JSONBody
 
 from service.api.body import strict_required
 from service.api.errors import client_errors
-from service.api.schemas import MAX_QUERY_CHARS, RetrieveRequest, RetrieveResponse
+from service.api.schemas import MAX_QUERY_CHARS, RetrieveRequest, RetrieveResponse, check_top_k
 from service.domain.types import CATEGORIES
 from service.normalize.text import clean
 from service.pipeline import Pipeline, RetrieveParams
@@ -24,11 +24,13 @@ def validate_request(data: RetrieveRequest) -> RetrieveParams:
     query = clean(data.query)
     if not 1 <= len(query) <= MAX_QUERY_CHARS:
         raise ValidationException(
-            f"query must be 1–{MAX_QUERY_CHARS} characters after trimming (got {len(query)})"
+            f"query must be 1–{MAX_QUERY_CHARS} characters after trimming (got {len(query)})",
+            extra=[{"field": "query", "message": f"{len(query)} characters after cleaning"}],
         )
     if data.category is not None and data.category not in CATEGORIES:
         raise ValidationException(
-            f"unknown category {data.category!r}; valid categories: {', '.join(CATEGORIES)}"
+            f"unknown category {data.category!r}; valid categories: {', '.join(CATEGORIES)}",
+            extra=[{"field": "category", "message": f"one of {', '.join(CATEGORIES)}"}],
         )
     return RetrieveParams(query=query, phase_cap=data.phase, top_k=data.top_k, category=data.category)
 
@@ -45,6 +47,7 @@ async def retrieve(
 ) -> RetrieveResponse:
     params = validate_request(await strict_required(request, RetrieveRequest))
     pipeline = pipeline_of(state)
+    check_top_k(params.top_k, pipeline.flags())
     return await pipeline.run_request(params)
 
 

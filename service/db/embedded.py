@@ -299,7 +299,9 @@ class EmbeddedPostgres:
             raise EmbeddedPostgresError(
                 f"PostgreSQL did not start; log tail:\n{self._log_tail()}"
             ) from err
-        log.info("embedded PostgreSQL running (%s, port %s)", self.data_dir, port)
+        where = (f"Unix socket {socket_dir}/.s.PGSQL.{port} only" if self.tcp_port is None
+                 else f"127.0.0.1:{port} and a Unix socket in {socket_dir}")
+        log.info("embedded PostgreSQL running (%s; %s)", self.data_dir, where)
         return _dsn(str(socket_dir), port)
 
     # -- helpers ----------------------------------------------------------

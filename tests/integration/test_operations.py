@@ -116,11 +116,14 @@ async def test_overrides_validated_stored_audited_and_dropped(db_url: str, fixtu
             response = await client.put("/admin/flags", json=body, headers=AUTH)
             assert response.status_code == 400, response.text
             assert f"`{field}`" in response.json()["error"]
-            assert response.json()["detail"] == [{"field": field}]
+            assert [problem["field"] for problem in response.json()["detail"]] == [field]
         assert (await client.put("/admin/flags", json={"phase": 1})).status_code == 401
 
         assert entry(await admin_flags(client), "phase") == {"name": "phase", "value": 3, "source": "file"}
-        changed = await put_flags(client, {"name": "phase", "value": "1"})
+        # A string is not a phase: no silent coercion (issue 14, item 9).
+        refused = await client.put("/admin/flags", json={"name": "phase", "value": "1"}, headers=AUTH)
+        assert refused.status_code == 400 and "Expected `int`, got `str`" in refused.json()["error"]
+        changed = await put_flags(client, {"name": "phase", "value": 1})
         assert changed["changed"] == [{"name": "phase", "old_value": None, "new_value": 1}]
         assert (await retrieve(client, "explain workspace")).phase == 1
         body = await admin_flags(client)
