@@ -46,6 +46,8 @@ class Chunk(Base, frozen=True):
     keywords: tuple[str, ...]
     chunk_hash: str
     token_count: int
+    anchor: str = ""
+    """URL fragment of the chunk's heading (`pin-a-command`); "" before the first heading."""
 
     @property
     def chunk_id(self) -> str:
