@@ -150,6 +150,14 @@ class ContextFlags(_Flags, frozen=True):
     max_chunks_per_doc: PositiveInt = 2
 
 
+class SeedingFlags(_Flags, frozen=True):
+    """How a documentation folder becomes a corpus (service/ingest/markdown.py, links.py)."""
+
+    broken_links: Literal["warn", "fail"] = "warn"
+    default_category: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)] = "general"
+    ignore: tuple[Annotated[str, msgspec.Meta(min_length=1)], ...] = ()
+
+
 class Flags(_Flags, frozen=True):
     enabled: bool = True
     phase: Phase = 3
@@ -164,6 +172,7 @@ class Flags(_Flags, frozen=True):
     timeouts: TimeoutFlags = TimeoutFlags()
     kill_switch: KillSwitchFlags = KillSwitchFlags()
     context: ContextFlags = ContextFlags()
+    seeding: SeedingFlags = SeedingFlags()
 
 
 class FlagError(ValueError):

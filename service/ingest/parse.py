@@ -280,9 +280,10 @@ def _front_matter(token: Token) -> dict[str, Any]:
 
 def _page_properties(tokens: Sequence[Token], start: int, lines: list[str]) -> tuple[dict[str, str], int]:
     """Leading `key:: value` lines of an outliner page → properties, and the line after them."""
-    if start >= len(tokens) or tokens[start].type != "paragraph_open" or tokens[start].map is None:
+    span = tokens[start].map if start < len(tokens) and tokens[start].type == "paragraph_open" else None
+    if span is None:
         return {}, 0
-    first, last = tokens[start].map
+    first, last = span
     props: dict[str, str] = {}
     for line in lines[first:last]:
         match = _PROPERTY.match(line.strip())
