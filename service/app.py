@@ -10,7 +10,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ControllerRouterHandler
 
-from service.api import admin, admin_index, console, context, health, ops, retrieve
+from service.api import admin, admin_index, console, context, documents, health, ops, retrieve
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.retrieve import PIPELINE_KEY
@@ -47,6 +47,7 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
         route_handlers=[health.health, health.ready, *admin.ROUTES, *admin_index.ROUTES, *ops.ROUTES,
                         *cast("list[ControllerRouterHandler]", retrieve.ROUTES),
                         *cast("list[ControllerRouterHandler]", context.ROUTES),
+                        *cast("list[ControllerRouterHandler]", documents.ROUTES),
                         *cast("list[ControllerRouterHandler]", console.ROUTES)],
         lifespan=[lifespan],
         state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, SEMANTIC_KEY: semantic,

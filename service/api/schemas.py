@@ -19,7 +19,10 @@ class RetrieveRequest(Base, frozen=True):
     query: Annotated[str, msgspec.Meta(max_length=4 * MAX_QUERY_CHARS, description="1–500 characters after trimming")]
     phase: Annotated[int, msgspec.Meta(ge=1, le=3)] | None = None
     top_k: Annotated[int, msgspec.Meta(ge=1, le=10)] | None = None
-    category: Annotated[str, msgspec.Meta(max_length=64, description="concepts | widgets | actions")] | None = None
+    category: Annotated[str, msgspec.Meta(
+        max_length=64,
+        description="one of the loaded corpus's categories (GET /documents lists them); another answers 400 naming them",
+    )] | None = None
 
 
 class OptionOut(Base, frozen=True):
@@ -43,6 +46,8 @@ class RetrievalResult(Base, frozen=True):
     match_explain: list[str] | None = None
     chunk_index: int | None = None
     chunk_hash: str | None = None
+    anchor: str | None = None
+    """The chunk's heading as a URL fragment (`pin-a-command`; "" = top of the page)."""
 
 
 class FallbackStep(Base, frozen=True):

@@ -10,8 +10,6 @@ from typing import Literal
 
 import msgspec
 
-CATEGORIES: tuple[str, ...] = ("concepts", "widgets", "actions")
-
 Source = Literal["keyword", "hybrid", "embedding", "cache"]
 Intent = Literal["explain", "navigate", "lookup"]
 QueryType = Literal["exact", "semantic", "mixed"]
