@@ -1,7 +1,8 @@
 """Link check at seed: internal links must reach a page (and heading) of the corpus.
 
 Checked: Markdown links without a scheme (`[t](../x/y.md)`, `[t](y.md#a)`,
-`[t](#a)`) and wikilinks (`[[Page]]`, `[[Page#Heading]]`, `[[Page|label]]`).
+`[t](#a)`), wikilinks (`[[Page]]`, `[[Page#Heading]]`, `[[Page|label]]`) and
+outliner block references (`((uuid))`, against the corpus's `id::` blocks).
 A wikilink names a page by its title, slug, file name or alias, compared as
 slugs (`[[Whiteboard/Action Bar]]` → `whiteboard-action-bar`); a heading by
 its GitHub anchor. Links to other files (images, PDFs) are not pages and are
@@ -59,12 +60,17 @@ def check_links(corpus: Sequence[tuple[Document, Path]], seeds_dir: Path) -> lis
         for name in _names(doc, path):
             by_name.setdefault(name, doc)
     root = seeds_dir.resolve()
+    block_ids = frozenset(i for doc, _ in corpus for i in page_of(doc.content).block_ids)
     broken: list[BrokenLink] = []
     for doc, path in corpus:
         for link in page_of(doc.content).links:
-            reason = _resolve(link, doc, path.resolve(), root, by_name, by_file)
+            if link.kind == "block":
+                reason = "" if link.target in block_ids else "no block with that id"
+            else:
+                reason = _resolve(link, doc, path.resolve(), root, by_name, by_file)
             if reason:
-                shown = f"[[{link.target}]]" if link.kind == "wikilink" else link.target
+                shown = {"wikilink": f"[[{link.target}]]", "block": f"(({link.target}))"}.get(
+                    link.kind, link.target)
                 broken.append(BrokenLink(path, link.line, shown, reason))
     return broken
 
@@ -85,6 +91,9 @@ def _resolve(
         if target is None:
             return "no page with that name"
         return "" if _has_anchor(target, heading) else f"no heading {heading!r} in {target.slug}"
+    wrapped = unquote(link.target)
+    if wrapped.startswith("[[") and wrapped.endswith("]]"):  # Logseq's `[label]([[Page]])`
+        return _resolve(Link(wrapped[2:-2], "wikilink", link.line), doc, path, root, by_name, by_file)
     location, _, fragment = link.target.partition("#")
     fragment = unquote(fragment)
     if not location:

@@ -8,10 +8,17 @@ Rules (README "Seeding"):
 - **slug**: front matter `slug` or `permalink`, else the path relative to the
   root without `.md`, each segment lower-cased with every run of characters
   outside a–z0–9 turned into one `-` (`Plugins/Command palette.md` →
-  `plugins/command-palette`; Logseq's `A___B.md` → `a-b`). Two files with one
-  slug fail the seed naming both.
+  `plugins/command-palette`; Logseq's `A___B.md` → `a-b`). An outliner page's
+  `title::` property is its name (Logseq derives the file name from it), so it
+  replaces the file name in the last segment (`term.page title.md` with
+  `title:: custom page title` → `custom-page-title`). Percent-escapes in file
+  names (Logseq writes `?` as `%3F`) are decoded first. Two files with one slug
+  fail the seed naming both.
 - **title**: front matter `title` (or the outliner `title::` property), else the
   first `# ` heading, else the file name.
+- **content**: the cleaned page; a page with properties only (a Logseq tag or
+  property page) gets its properties as text (`type: Command`), so it is kept
+  and findable rather than rejected.
 - **category**: front matter `category` (or `category::`), else the first folder
   as a slug, else `seeding.default_category`.
 - **keywords**: front matter `keywords` (else extracted), plus `aliases` /
@@ -29,6 +36,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from urllib.parse import unquote
 from typing import Any
 
 import msgspec
@@ -125,10 +133,21 @@ def _summary(text: str) -> str:
     return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1].rstrip() + "…"
 
 
-def path_slug(relative: PurePosixPath) -> str:
-    """`Plugins/Command palette.md` → `plugins/command-palette`."""
-    parts = [*relative.parts[:-1], relative.stem]
+def path_slug(relative: PurePosixPath, name: str | None = None) -> str:
+    """`Plugins/Command palette.md` → `plugins/command-palette` (`name` replaces the stem)."""
+    parts = [*relative.parts[:-1], name or unquote(relative.stem)]
     return "/".join(name_slug(p) or "-" for p in parts)
+
+
+_SKIPPED_PROPERTIES = ("title", "id", "collapsed", "public", "filters")
+
+
+def _properties_text(properties: dict[str, str]) -> str:
+    """`type:: [[Command]]` → `type: Command`, one line each (pages with nothing else)."""
+    return "\n".join(
+        f"{key}: {', '.join(property_values(value)) or clean_inline(value)}"
+        for key, value in properties.items() if key not in _SKIPPED_PROPERTIES and value.strip()
+    )
 
 
 def parse_document(path: Path, seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> Document:
@@ -139,15 +158,16 @@ def parse_document(path: Path, seeds_dir: Path, rules: CorpusRules = CorpusRules
     except FrontMatterError as err:
         raise SeedFileError(path, str(err)) from None
     meta, props = page.meta, page.properties
-    if not page.body.strip() and not page.sections:
+    content = page.body if page.sections else _properties_text(props)
+    if not content.strip():
         raise SeedFileError(path, "the document has no content")
-    title = _string(path, meta, "title") or " ".join(props.get("title", "").split())
-    title = title or page.h1 or relative.stem
+    name = " ".join(props.get("title", "").split())
+    title = _string(path, meta, "title") or name or page.h1 or unquote(relative.stem)
     category = _string(path, meta, "category") or props.get("category", "").strip()
     if not category:
         category = name_slug(relative.parts[0]) if len(relative.parts) > 1 else rules.default_category
     slug = (_string(path, meta, "slug") or _string(path, meta, "permalink")).strip("/")
-    slug = slug or path_slug(relative)
+    slug = slug or path_slug(relative, name)
     keywords = _keywords(path, page)
     summary = (
         _string(path, meta, "summary") or _string(path, meta, "description")
@@ -158,11 +178,11 @@ def parse_document(path: Path, seeds_dir: Path, rules: CorpusRules = CorpusRules
         slug=slug,
         category=category,
         title=title,
-        content=page.body,
+        content=content,
         keywords=keywords,
         summary=summary,
         content_hash=content_hash(
-            title=title, category=category, keywords=keywords, summary=summary, content=page.body
+            title=title, category=category, keywords=keywords, summary=summary, content=content
         ),
     )
 

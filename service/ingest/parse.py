@@ -42,7 +42,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 BlockKind = Literal["para", "list", "table", "code"]
-LinkKind = Literal["markdown", "wikilink"]
+LinkKind = Literal["markdown", "wikilink", "block"]
 
 SECTION_LEVELS = 3
 """`#`–`###` open sections; deeper headings stay in their section's text."""
@@ -70,7 +70,8 @@ _MACRO = re.compile(r"\{\{[^{}\n]*\}\}")
 _IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^}\n]*\})?")
 _TAG_WIKILINK = re.compile(r"#\[\[([^\]\n]+)\]\]")
 _WIKILINK = re.compile(r"\[\[([^\]\n]+)\]\]")
-_BLOCK_REF = re.compile(r"\(\([0-9a-fA-F-]{8,}\)\)")
+_BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F-]{8,})\)\)")
+_BLOCK_ID = re.compile(r"^\s*(?:[-*+]\s+)?id::\s*([0-9a-fA-F-]{8,})\s*$", re.MULTILINE)
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _EMPTY_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s*$")
 _BLANK_RUNS = re.compile(r"\n{3,}")
@@ -129,6 +130,8 @@ class ParsedPage:
     first_text: str
     """Plain text of the first non-heading block (summaries of all-bullet pages)."""
     links: tuple[Link, ...] = field(default=())
+    block_ids: frozenset[str] = frozenset()
+    """Outliner block ids (`id:: <uuid>`) that `((uuid))` references point at."""
 
 
 class FrontMatterError(ValueError):
@@ -260,6 +263,7 @@ def _parse(text: str) -> ParsedPage:
         first_paragraph=walker.first_paragraph,
         first_text=walker.first_text,
         links=tuple(_links(tokens, lines)),
+        block_ids=frozenset(m.lower() for m in _BLOCK_ID.findall(text)),
     )
 
 
@@ -460,11 +464,16 @@ def _links(tokens: Sequence[Token], lines: list[str]) -> Iterator[Link]:
         for child in token.children or ():
             if child.type == "link_open":
                 href = str(child.attrs.get("href", ""))
-                if href and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//", href):
+                ref = _BLOCK_REF.fullmatch(href)
+                if ref is not None:
+                    yield Link(ref.group(1).lower(), "block", line)
+                elif href and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//", href):
                     yield Link(href, "markdown", line)
             elif child.type == "text":
                 for inner in _WIKILINK.findall(_EMBED.sub("", child.content)):
                     yield Link(inner, "wikilink", line)
+                for block in _BLOCK_REF.findall(child.content):
+                    yield Link(block.lower(), "block", line)
 
 
 # --- cleaning internals --------------------------------------------------------
