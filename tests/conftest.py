@@ -162,6 +162,29 @@ async def service_client(pg_server: PgServer) -> AsyncIterator[Any]:
     await _drop_database(pg_server, name)
 
 
+LOGSEQ_DOCS = Path(__file__).parent / "corpora" / "logseq-docs"
+
+
+@pytest.fixture(scope="session")
+async def logseq_client(pg_server: PgServer) -> AsyncIterator[Any]:
+    """One real app seeded with Logseq's documentation (tests/corpora/logseq-docs), read-only."""
+    from litestar.testing import AsyncTestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    name = await _create_database(pg_server)
+    settings = Settings(
+        database_url=pg_server.dsn(name), admin_token=ADMIN_TOKEN_FOR_TESTS,
+        seeds_dir=LOGSEQ_DOCS, flags_file=PROJECT_ROOT / "flags.yaml",
+        migrations_dir=MIGRATIONS_DIR, db_connect_timeout=30,
+    )
+    async with AsyncTestClient(app=create_app(settings), timeout=60) as client:
+        await wait_until_ready(client)
+        yield client
+    await _drop_database(pg_server, name)
+
+
 @pytest.fixture
 async def pool(db_url: str) -> AsyncIterator[asyncpg.Pool[Any]]:
     p = await create_pool(db_url, min_size=1, max_size=5)

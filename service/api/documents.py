@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from litestar import get
 from litestar.datastructures import State
 from litestar.exceptions import NotFoundException, ValidationException
-from litestar.params import Parameter
+from litestar.params import FromPath, QueryParameter
 
 from service.api.errors import client_errors
 from service.domain.types import Base, Chunk, Document
@@ -101,10 +102,10 @@ def _out(doc: Document, chunks: Sequence[Chunk]) -> DocumentOut:
      responses=client_errors(400))
 async def list_documents(
     state: State,
-    category: str | None = Parameter(
-        default=None, max_length=64,
+    category: Annotated[str | None, QueryParameter(
+        max_length=64,
         description="only pages of this category (one of `categories`; unknown → 400 naming the valid ones)",
-    ),
+    )] = None,
 ) -> DocumentList:
     st = get_state(state)
     categories = corpus_categories(st)
@@ -117,7 +118,7 @@ async def list_documents(
 
 @get("/documents/{slug:path}", summary="One page: its text, keywords and section tree",
      responses=client_errors(404))
-async def get_document(state: State, slug: str) -> DocumentPage:
+async def get_document(state: State, slug: FromPath[str]) -> DocumentPage:
     st = get_state(state)
     slug = slug.strip("/")
     doc = next((d for d in st.corpus.documents if d.slug == slug), None)

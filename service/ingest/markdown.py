@@ -36,12 +36,13 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote
 from typing import Any
+from urllib.parse import unquote
 
 import msgspec
 
 from service.domain.types import Document
+from service.flags import SeedingFlags
 from service.ingest.keywords import extract_keywords
 from service.ingest.parse import (
     FrontMatterError,
@@ -53,14 +54,13 @@ from service.ingest.parse import (
 )
 
 SUMMARY_MAX = 300
-DEFAULT_CATEGORY = "general"
 
 
 @dataclass(frozen=True, slots=True)
 class CorpusRules:
     """The seeding flags that shape documents (flags.yaml `seeding:`)."""
 
-    default_category: str = DEFAULT_CATEGORY
+    default_category: str = SeedingFlags().default_category
     ignore: tuple[str, ...] = ()
 
 

@@ -12,8 +12,10 @@ Block text stays the page's own Markdown (the lines the token covers, dedented),
 so chunk text and hashes of plain Markdown pages do not change; markup that
 only some tools understand is cleaned from it (see `clean_markdown`):
 `[[Page]]` / `[[Page|label]]` / `[[Page#Heading]]` wikilinks → their label,
-`![[embeds]]`, `((block refs))`, `{{macros}}`, images, HTML comments, footnote
-markers and `key:: value` property lines go, HTML tags keep their text only,
+`![[embeds]]`, `((block refs))`, `{{macros}}` (but `{{cloze answer}}` keeps its
+answer and `{{embed [[Page]]}}` its page), images, HTML comments, footnote
+markers, `key:: value` property lines and org `#+BEGIN_X` / `#+END_X` marker lines go,
+HTML tags keep their text only,
 callouts (`> [!tip] Title`) become "Tip: Title".  Code (fenced, indented,
 inline) is never rewritten.
 
@@ -59,13 +61,15 @@ _MD = (
 _FENCE = re.compile(r"^\s*(?:[-*+]\s+|\d{1,9}[.)]\s+)?(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_PROPERTY_LINE = re.compile(r"^\s*(?:[-*+]\s+)?[A-Za-z][\w-]*::(?:\s.*)?$")
-_PROPERTY = re.compile(r"^([A-Za-z][\w-]*)::\s*(.*)$")
+_PROPERTY_LINE = re.compile(r"^\s*(?:[-*+]\s+)?[A-Za-z][\w.-]*::(?:\s.*)?$")
+_PROPERTY = re.compile(r"^([A-Za-z][\w.-]*)::\s*(.*)$")
+_ORG_MARKER = re.compile(r"^\s*(?:[-*+]\s+)?#\+(?:BEGIN|END)_\w+.*$", re.IGNORECASE)
 _CALLOUT = re.compile(r"^(\s*(?:>\s*)+)\[!(\w+)\][+-]?\s*(.*)$")
 _FOOTNOTE_DEF = re.compile(r"^(\s*)\[\^[^\]\s]+\]:\s?")
 _FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]+\]")
 _EMBED = re.compile(r"!\[\[[^\]\n]*\]\]")
 _MACRO_EMBED = re.compile(r"\{\{embed\s+\[\[([^\]\n]+)\]\]\s*\}\}")
+_MACRO_CLOZE = re.compile(r"\{\{cloze\s+(.*?)(?:\s*\\\\[^{}\n]*)?\}\}")
 _MACRO = re.compile(r"\{\{[^{}\n]*\}\}")
 _IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^}\n]*\})?")
 _TAG_WIKILINK = re.compile(r"#\[\[([^\]\n]+)\]\]")
@@ -245,6 +249,10 @@ def _parse(text: str) -> ParsedPage:
     if tokens and tokens[0].type == "front_matter":
         meta = _front_matter(tokens[0])
         start = 1
+    elif lines[0].rstrip() == "---" and len(lines) > 1 and lines[1].strip():
+        # An opening '---' with text right under it and no closing line: broken
+        # front matter rather than a page that starts with a rule.
+        raise FrontMatterError("broken front matter: no closing '---' line", 1)
     properties, skip_until = _page_properties(tokens, start, lines)
     walker = _Walker(lines)
     walker.walk(tokens, start, len(tokens), skip_until)
@@ -483,6 +491,7 @@ def _clean_prose_inline(text: str, plain: bool = False) -> str:
     text = _FOOTNOTE_REF.sub("", text)
     text = _EMBED.sub("", text)
     text = _MACRO_EMBED.sub(r"\1", text)
+    text = _MACRO_CLOZE.sub(r"\1", text)
     text = _MACRO.sub("", text)
     text = _IMAGE.sub("", text)
     text = _TAG_WIKILINK.sub(lambda m: wikilink_label(m.group(1)), text)
@@ -504,7 +513,7 @@ def _clean_prose_lines(text: str) -> list[str]:
     text = _HTML_COMMENT.sub("", text)
     out: list[str] = []
     for line in text.split("\n"):
-        if _PROPERTY_LINE.match(line):
+        if _PROPERTY_LINE.match(line) or _ORG_MARKER.match(line):
             continue
         callout = _CALLOUT.match(line)
         if callout is not None:
