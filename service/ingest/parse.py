@@ -266,7 +266,7 @@ def _parse(text: str) -> ParsedPage:
         h1=walker.h1,
         sections=tuple(walker.sections),
         headings=tuple(walker.headings),
-        anchors=frozenset(walker.anchor_counts),
+        anchors=frozenset(walker.anchors),
         plain="\n".join(walker.plain),
         first_paragraph=walker.first_paragraph,
         first_text=walker.first_text,
@@ -324,6 +324,7 @@ class _Walker:
         self.sections: list[Section] = []
         self.headings: list[str] = []
         self.anchor_counts: dict[str, int] = {}
+        self.anchors: set[str] = set()
         self.plain: list[str] = []
         self.h1: str | None = None
         self.first_paragraph = ""
@@ -342,6 +343,7 @@ class _Walker:
         count = self.anchor_counts.get(slug, 0)
         self.anchor_counts[slug] = count + 1
         anchor = slug if count == 0 else f"{slug}-{count}"
+        self.anchors.add(anchor)
         if level == 1 and self.h1 is None:
             self.h1 = text
         if level > SECTION_LEVELS:
