@@ -23,8 +23,8 @@ def write(root: Path, relative: str, text: str) -> Path:
     return path
 
 
-def only(root: Path, rules: CorpusRules = CorpusRules()) -> Document:
-    docs = parse_seeds(root, rules)
+def only(root: Path) -> Document:
+    docs = parse_seeds(root)
     assert len(docs) == 1, [d.slug for d in docs]
     return docs[0]
 
