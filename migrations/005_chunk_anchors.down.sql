@@ -1,1 +1,0 @@
-alter table docs_knowledge_chunks drop column if exists anchor;
