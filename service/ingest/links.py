@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
-from service.domain.types import Document
+from service.ingest.markdown import CorpusPage
 from service.ingest.parse import (
     Link,
     anchor_slug,
     name_slug,
-    page_of,
     property_values,
     wikilink_target,
 )
@@ -39,8 +38,8 @@ class BrokenLink:
         return f"{self.path}:{self.line}: broken link {self.target!r}: {self.reason}"
 
 
-def _names(doc: Document, path: Path) -> set[str]:
-    page = page_of(doc.content)
+def _names(entry: CorpusPage) -> set[str]:
+    doc, path, page = entry.doc, entry.path, entry.page
     names = {doc.slug, name_slug(doc.title), name_slug(path.stem), doc.slug.rsplit("/", 1)[-1]}
     for key in ("alias", "aliases"):
         raw = page.meta.get(key)
@@ -51,23 +50,24 @@ def _names(doc: Document, path: Path) -> set[str]:
     return {n for n in names if n}
 
 
-def check_links(corpus: Sequence[tuple[Document, Path]], seeds_dir: Path) -> list[BrokenLink]:
+def check_links(corpus: Sequence[CorpusPage], seeds_dir: Path) -> list[BrokenLink]:
     """Every broken internal link of the corpus, in file order."""
-    by_name: dict[str, Document] = {}
-    by_file: dict[Path, Document] = {}
-    for doc, path in corpus:
-        by_file[path.resolve()] = doc
-        for name in _names(doc, path):
-            by_name.setdefault(name, doc)
+    by_name: dict[str, CorpusPage] = {}
+    by_file: dict[Path, CorpusPage] = {}
+    for entry in corpus:
+        by_file[entry.path.resolve()] = entry
+        for name in _names(entry):
+            by_name.setdefault(name, entry)
     root = seeds_dir.resolve()
-    block_ids = frozenset(i for doc, _ in corpus for i in page_of(doc.content).block_ids)
+    block_ids = frozenset(i for entry in corpus for i in entry.page.block_ids)
     broken: list[BrokenLink] = []
-    for doc, path in corpus:
-        for link in page_of(doc.content).links:
+    for entry in corpus:
+        path = entry.path
+        for link in entry.page.links:
             if link.kind == "block":
                 reason = "" if link.target in block_ids else "no block with that id"
             else:
-                reason = _resolve(link, doc, path.resolve(), root, by_name, by_file)
+                reason = _resolve(link, entry, path.resolve(), root, by_name, by_file)
             if reason:
                 shown = {"wikilink": f"[[{link.target}]]", "block": f"(({link.target}))"}.get(
                     link.kind, link.target)
@@ -75,22 +75,21 @@ def check_links(corpus: Sequence[tuple[Document, Path]], seeds_dir: Path) -> lis
     return broken
 
 
-def _has_anchor(doc: Document, heading: str) -> bool:
-    return not heading or anchor_slug(heading) in page_of(doc.content).anchors or heading in page_of(
-        doc.content
-    ).anchors
+def _has_anchor(entry: CorpusPage, heading: str) -> bool:
+    anchors = entry.page.anchors
+    return not heading or anchor_slug(heading) in anchors or heading in anchors
 
 
 def _resolve(
-    link: Link, doc: Document, path: Path, root: Path,
-    by_name: dict[str, Document], by_file: dict[Path, Document],
+    link: Link, doc: CorpusPage, path: Path, root: Path,
+    by_name: dict[str, CorpusPage], by_file: dict[Path, CorpusPage],
 ) -> str:
     if link.kind == "wikilink":
         page, heading = wikilink_target(link.target)
         target = doc if not page else by_name.get(name_slug(page))
         if target is None:
             return "no page with that name"
-        return "" if _has_anchor(target, heading) else f"no heading {heading!r} in {target.slug}"
+        return "" if _has_anchor(target, heading) else f"no heading {heading!r} in {target.doc.slug}"
     wrapped = unquote(link.target)
     if wrapped.startswith("[[") and wrapped.endswith("]]"):  # Logseq's `[label]([[Page]])`
         return _resolve(Link(wrapped[2:-2], "wikilink", link.line), doc, path, root, by_name, by_file)
@@ -108,4 +107,4 @@ def _resolve(
     target = by_file.get(file)
     if target is None:
         return "no such page in the corpus"
-    return "" if _has_anchor(target, fragment) else f"no heading #{fragment} in {target.slug}"
+    return "" if _has_anchor(target, fragment) else f"no heading #{fragment} in {target.doc.slug}"

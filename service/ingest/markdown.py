@@ -8,14 +8,15 @@ Rules (README "Seeding"):
 - **slug**: front matter `slug` or `permalink`, else the path relative to the
   root without `.md`, each segment lower-cased with every run of characters
   outside a–z0–9 turned into one `-` (`Plugins/Command palette.md` →
-  `plugins/command-palette`; Logseq's `A___B.md` → `a-b`). An outliner page's
-  `title::` property is its name (Logseq derives the file name from it), so it
-  replaces the file name in the last segment (`term.page title.md` with
-  `title:: custom page title` → `custom-page-title`). Percent-escapes in file
-  names (Logseq writes `?` as `%3F`) are decoded first. Two files with one slug
-  fail the seed naming both.
+  `plugins/command-palette`; Logseq's `A___B.md` → `a-b`). Two files with one
+  slug fail the seed naming both, with one exception taken from Logseq, where
+  a `title::` property names the page whatever its file is called: a colliding
+  outliner page whose `title::` gives another slug takes that one
+  (`term.page title.md` with `title:: custom page title` → `custom-page-title`,
+  next to `term___page title.md` → `term-page-title`).
 - **title**: front matter `title` (or the outliner `title::` property), else the
-  first `# ` heading, else the file name.
+  first `# ` heading, else the file name (percent-escapes decoded: Logseq
+  writes `?` as `%3F`).
 - **content**: the cleaned page; a page with properties only (a Logseq tag or
   property page) gets its properties as text (`type: Command`), so it is kept
   and findable rather than rejected.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -135,7 +137,7 @@ def _summary(text: str) -> str:
 
 def path_slug(relative: PurePosixPath, name: str | None = None) -> str:
     """`Plugins/Command palette.md` → `plugins/command-palette` (`name` replaces the stem)."""
-    parts = [*relative.parts[:-1], name or unquote(relative.stem)]
+    parts = [*relative.parts[:-1], name or relative.stem]
     return "/".join(name_slug(p) or "-" for p in parts)
 
 
@@ -150,8 +152,21 @@ def _properties_text(properties: dict[str, str]) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class CorpusPage:
+    """A parsed page: the document, its file and its parse (properties, links, anchors)."""
+
+    doc: Document
+    path: Path
+    page: ParsedPage
+
+
 def parse_document(path: Path, seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> Document:
     """Parse and validate one page (module docstring)."""
+    return _parse_entry(path, seeds_dir, rules).doc
+
+
+def _parse_entry(path: Path, seeds_dir: Path, rules: CorpusRules) -> CorpusPage:
     relative = PurePosixPath(path.relative_to(seeds_dir).as_posix())
     try:
         page = parse_page(_decode(path))
@@ -167,14 +182,14 @@ def parse_document(path: Path, seeds_dir: Path, rules: CorpusRules = CorpusRules
     if not category:
         category = name_slug(relative.parts[0]) if len(relative.parts) > 1 else rules.default_category
     slug = (_string(path, meta, "slug") or _string(path, meta, "permalink")).strip("/")
-    slug = slug or path_slug(relative, name)
+    slug = slug or path_slug(relative)
     keywords = _keywords(path, page)
     summary = (
         _string(path, meta, "summary") or _string(path, meta, "description")
         or _summary(clean_inline(props.get("description", "")))
         or _summary(page.first_paragraph) or _summary(page.first_text)
     )
-    return Document(
+    return CorpusPage(doc=Document(
         slug=slug,
         category=category,
         title=title,
@@ -184,7 +199,7 @@ def parse_document(path: Path, seeds_dir: Path, rules: CorpusRules = CorpusRules
         content_hash=content_hash(
             title=title, category=category, keywords=keywords, summary=summary, content=content
         ),
-    )
+    ), path=path, page=page)
 
 
 def _keywords(path: Path, page: ParsedPage) -> tuple[str, ...]:
@@ -228,26 +243,42 @@ class SeedError(ValueError):
 
 def parse_seeds(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Document]:
     """Parse every page; raise SeedError listing all bad files, or none."""
-    return [doc for doc, _ in parse_corpus(seeds_dir, rules)]
+    return [entry.doc for entry in parse_corpus(seeds_dir, rules)]
 
 
-def parse_corpus(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[tuple[Document, Path]]:
-    """Every page with its file; raise SeedError listing all bad files, or none."""
-    documents: list[tuple[Document, Path]] = []
+def parse_corpus(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[CorpusPage]:
+    """Every page with its file and parse; raise SeedError listing all bad files, or none."""
+    parsed: list[CorpusPage] = []
     errors: list[SeedFileError] = []
-    owner: dict[str, Path] = {}
     for path in seed_files(seeds_dir, rules):
         try:
-            doc = parse_document(path, seeds_dir, rules)
+            parsed.append(_parse_entry(path, seeds_dir, rules))
         except SeedFileError as err:
             errors.append(err)
-            continue
+    counts = Counter(entry.doc.slug for entry in parsed)
+    documents: list[CorpusPage] = []
+    owner: dict[str, Path] = {}
+    for entry in parsed:
+        if counts[entry.doc.slug] > 1:
+            entry = _named_by_title_property(entry, seeds_dir)
+        doc, path = entry.doc, entry.path
         if doc.slug in owner:
             reason = f"duplicate slug {doc.slug!r}: {owner[doc.slug]} and {path}"
             errors.append(SeedFileError(path, reason))
             continue
         owner[doc.slug] = path
-        documents.append((doc, path))
+        documents.append(entry)
     if errors:
         raise SeedError(errors)
     return documents
+
+
+def _named_by_title_property(entry: CorpusPage, seeds_dir: Path) -> CorpusPage:
+    """A colliding outliner page named otherwise by its `title::` takes that name's slug."""
+    name = " ".join(entry.page.properties.get("title", "").split())
+    if not name:
+        return entry
+    slug = path_slug(PurePosixPath(entry.path.relative_to(seeds_dir).as_posix()), name)
+    if slug == entry.doc.slug:
+        return entry
+    return CorpusPage(doc=msgspec.structs.replace(entry.doc, slug=slug), path=entry.path, page=entry.page)

@@ -99,7 +99,7 @@ def prepare(seeds_dir: Path, chunker: Chunker, options: SeedOptions) -> tuple[li
                          for b in broken])
     if broken:
         log.warning("seed: %d broken internal link(s), e.g. %s", len(broken), "; ".join(map(str, broken[:5])))
-    documents = [doc for doc, _ in corpus]
+    documents = [entry.doc for entry in corpus]
     chunks = [chunk for doc in documents for chunk in chunker(doc)]
     return documents, chunks, [str(b) for b in broken]
 

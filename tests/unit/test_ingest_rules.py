@@ -66,11 +66,20 @@ def test_two_files_with_one_slug_fail_naming_both(tmp_path: Path) -> None:
     assert str(first) in message and str(second) in message
 
 
-def test_outliner_title_property_names_the_page_and_escapes_are_decoded(tmp_path: Path) -> None:
+def test_a_colliding_outliner_page_is_named_by_its_title_property(tmp_path: Path) -> None:
+    # Logseq's own pair: both paths give term-page-title; the page whose title::
+    # names it otherwise takes that name, the other keeps its path slug.
     write(tmp_path, "term.page title.md", "title:: custom page title\n\n- Body\n")
-    write(tmp_path, "New to Logseq%3F.md", "- Body\n")
+    write(tmp_path, "term___page title.md", "title:: term/page title\n\n- Body\n")
+    write(tmp_path, "config edn file.md", "title:: config.edn\n\n- Body\n")  # no collision: path slug
     docs = {d.slug: d.title for d in parse_seeds(tmp_path)}
-    assert docs == {"custom-page-title": "custom page title", "new-to-logseq": "New to Logseq?"}
+    assert docs == {"custom-page-title": "custom page title", "term-page-title": "term/page title",
+                    "config-edn-file": "config.edn"}
+
+
+def test_file_name_titles_decode_percent_escapes_but_slugs_keep_the_path(tmp_path: Path) -> None:
+    write(tmp_path, "New to Logseq%3F.md", "- Body\n")
+    assert {(d.slug, d.title) for d in parse_seeds(tmp_path)} == {("new-to-logseq-3f", "New to Logseq?")}
 
 
 # --- title ---------------------------------------------------------------------
@@ -263,4 +272,4 @@ def test_every_logseq_page_parses() -> None:
     root = Path(__file__).resolve().parents[1] / "corpora" / "logseq-docs"
     corpus = parse_corpus(root)
     assert len(corpus) == 238
-    assert not any(p.name in ("LICENSE.md", "SOURCE.md") for _, p in corpus)
+    assert not any(e.path.name in ("LICENSE.md", "SOURCE.md") for e in corpus)
