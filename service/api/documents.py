@@ -51,7 +51,17 @@ class DocumentPage(DocumentOut, frozen=True):
 
 def corpus_categories(st: AppState) -> list[str]:
     """The loaded corpus's categories, sorted ([] before a corpus is loaded)."""
-    return sorted({d.category for d in st.corpus.documents})
+    documents = st.corpus.documents
+    cached = _CATEGORIES.get(id(documents))
+    if cached is None or cached[0] is not documents:
+        # Once per loaded corpus, not per request (the snapshot's tuple is its identity).
+        cached = (documents, sorted({d.category for d in documents}))
+        _CATEGORIES.clear()
+        _CATEGORIES[id(documents)] = cached
+    return list(cached[1])
+
+
+_CATEGORIES: dict[int, tuple[tuple[Document, ...], list[str]]] = {}
 
 
 def check_category(category: str | None, categories: Sequence[str]) -> None:

@@ -206,6 +206,23 @@ def clean_markdown(text: str) -> str:
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
 
 
+def plain_text(markdown: str) -> str:
+    """A Markdown fragment as the words a reader sees (snippets): markup, link
+    targets and images out, inline code kept, whitespace collapsed."""
+    words: list[str] = []
+    for token in _MD.parse(clean_markdown(markdown)):
+        if token.type == "inline":
+            for child in token.children or ():
+                if child.type in ("text", "code_inline"):
+                    words.append(child.content)
+                elif child.type in ("softbreak", "hardbreak"):
+                    words.append(" ")
+        elif token.type in ("fence", "code_block"):
+            words.append(token.content)
+        words.append(" ")
+    return " ".join("".join(words).split())
+
+
 def wikilink_target(inner: str) -> tuple[str, str]:
     """`Page#Heading|label` → ("Page", "Heading")."""
     target = inner.split("|", 1)[0]

@@ -273,3 +273,10 @@ def test_every_logseq_page_parses() -> None:
     corpus = parse_corpus(root)
     assert len(corpus) == 238
     assert not any(e.path.name in ("LICENSE.md", "SOURCE.md") for e in corpus)
+
+
+def test_plain_text_for_snippets_drops_markup_and_keeps_words() -> None:
+    from service.ingest.parse import plain_text
+
+    text = "# T\n\n- **Bold** [link](x.md) and `code` ![img](a.png) [[Wiki|label]]\n\n| a | b |\n|--|--|\n| 1 | 2 |"
+    assert plain_text(text) == "T Bold link and code label a b 1 2"
