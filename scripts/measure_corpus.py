@@ -2,6 +2,7 @@
 rate, time to /ready and memory, on a fresh data directory.
 
 Usage: .venv/bin/python scripts/measure_corpus.py tests/corpora/logseq-docs [--json FILE]
+           [--replay tests/golden/logseq.yaml]   # also replay a golden file against it
 
 Starts `python -m service serve` (embedded PostgreSQL in a temporary
 directory, a free port) with SEEDS_DIR pointing at the folder, polls /ready
@@ -35,7 +36,7 @@ _SEED = re.compile(r"seed finished in ([\d.]+) s \(parse\+chunk ([\d.]+) s\)")
 _EMBED = re.compile(r"embedded (\d+)/(\d+) chunks \(([\d.]+) chunks/s")
 
 
-def measure(seeds: Path, timeout_s: float = 1800) -> dict[str, object]:
+def measure(seeds: Path, replay: Path | None = None, timeout_s: float = 3600) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         log_path, port = Path(tmp) / "serve.log", free_port()
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
@@ -54,6 +55,14 @@ def measure(seeds: Path, timeout_s: float = 1800) -> dict[str, object]:
                         if "postgres" in (p.info["name"] or "") and f"{tmp}/pg" in " ".join(p.info["cmdline"] or [])]
             rss_server = server.memory_info().rss
             rss_postgres = sum(p.memory_info().rss for p in postgres)
+            if replay is not None:
+                for phase in (1, 2, 3):
+                    run = subprocess.run(
+                        [sys.executable, "-m", "service", "replay", str(replay), "--phase", str(phase),
+                         "--url", f"http://127.0.0.1:{port}"],
+                        cwd=ROOT, capture_output=True, text=True, check=False,
+                    )
+                    print(run.stdout, run.stderr, file=sys.stderr)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
@@ -94,8 +103,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("seeds", type=Path)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--replay", type=Path, help="golden file to replay at phases 1-3 once ready")
     args = parser.parse_args()
-    result = measure(args.seeds)
+    result = measure(args.seeds, args.replay)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
