@@ -141,7 +141,7 @@ def _seed(args: argparse.Namespace, settings: Settings) -> int:
     from service.embedding.remote import RemoteEmbeddingError
     from service.flags import load_flags
     from service.ingest.markdown import SeedError
-    from service.ingest.seeder import default_chunker, seed
+    from service.ingest.seeder import SeedOptions, default_chunker, seed
 
     settings = settings.with_overrides(data_dir=args.data_dir, seeds_dir=args.seeds_dir)
     flags = load_flags(settings.flags_file)
@@ -156,7 +156,7 @@ def _seed(args: argparse.Namespace, settings: Settings) -> int:
             await conn.close()
         pool = await create_pool(dsn, max_size=2)
         try:
-            report = await seed(pool, settings.seeds_dir, chunker)
+            report = await seed(pool, settings.seeds_dir, chunker, SeedOptions.from_flags(flags))
             print(json.dumps(msgspec.to_builtins(report), indent=2))
             if args.embed:
                 from service.embedding.indexing import embed_corpus

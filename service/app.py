@@ -10,7 +10,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ControllerRouterHandler
 
-from service.api import admin, admin_index, console, context, health, ops, retrieve
+from service.api import admin, admin_index, console, context, documents, health, ops, retrieve
 from service.api.body import require_json_body
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.openapi import (
@@ -53,6 +53,7 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
                         swagger_asset,
                         *cast("list[ControllerRouterHandler]", retrieve.ROUTES),
                         *cast("list[ControllerRouterHandler]", context.ROUTES),
+                        *cast("list[ControllerRouterHandler]", documents.ROUTES),
                         *cast("list[ControllerRouterHandler]", console.ROUTES)],
         lifespan=[lifespan],
         state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, SEMANTIC_KEY: semantic,

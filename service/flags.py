@@ -229,6 +229,14 @@ class ContextFlags(_Flags, frozen=True):
             self._require(getattr(self, section) <= self.total, section, "total")
 
 
+class SeedingFlags(_Flags, frozen=True):
+    """How a documentation folder becomes a corpus (service/ingest/markdown.py, links.py)."""
+
+    broken_links: Literal["warn", "fail"] = "warn"
+    default_category: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)] = "general"
+    ignore: tuple[Annotated[str, msgspec.Meta(min_length=1)], ...] = ()
+
+
 class Flags(_Flags, frozen=True):
     enabled: bool = True
     phase: Phase = 3
@@ -243,6 +251,7 @@ class Flags(_Flags, frozen=True):
     timeouts: TimeoutFlags = TimeoutFlags()
     kill_switch: KillSwitchFlags = KillSwitchFlags()
     context: ContextFlags = ContextFlags()
+    seeding: SeedingFlags = SeedingFlags()
 
     def __post_init__(self) -> None:
         # HNSW returns at most ef_search neighbours: a larger pool could not fill.

@@ -27,7 +27,7 @@ from service.db.pool import (
     ensure_vector_available,
 )
 from service.ingest.markdown import SeedError
-from service.ingest.seeder import SeedReport, seed
+from service.ingest.seeder import SeedOptions, SeedReport, seed
 from service.state import AppState, get_state
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ async def seed_and_reload(st: AppState) -> SeedReport:
         raise RuntimeError("database pool is not ready")
     async with st.seed_lock:
         try:
-            report = await seed(st.pool, st.settings.seeds_dir, st.chunker)
+            report = await seed(st.pool, st.settings.seeds_dir, st.chunker, SeedOptions.from_flags(st.flags))
         except (SeedError, FileNotFoundError) as err:
             st.last_seed_error = str(err)
             raise

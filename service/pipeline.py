@@ -8,7 +8,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -201,6 +201,8 @@ class Pipeline:
         """Runs inside each tier's time budget before the tier itself: the fault
         tests use it to make a phase really wait on the database (pg_sleep)."""
         self.indexes: CorpusIndexes | None = None
+        self.anchors: Mapping[tuple[str, int], str] = {}
+        """(doc_slug, chunk_index) → the chunk's heading anchor, for evidence."""
         self.semantic: SemanticLeg | None = None
         # Normalises queries while no corpus is loaded (stopwords and synonyms only).
         self.empty_lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=synonyms)
@@ -212,6 +214,7 @@ class Pipeline:
             documents, chunks, self.synonyms, version,
             extra_known_terms=[c.term for c in self.glossary.concepts],
         )
+        self.anchors = {(c.doc_slug, c.chunk_index): c.anchor for c in chunks if c.anchor}
         release_free_memory()
 
     def _require_indexes(self) -> CorpusIndexes:
@@ -385,7 +388,7 @@ class Pipeline:
                 if span is not None and self.telemetry is not None:
                     self.telemetry.mark_error(span, kind)
         with self._span("decide") as span:
-            response = _respond(outcome, ctx, fallback, request_id, started)
+            response = with_anchors(_respond(outcome, ctx, fallback, request_id, started), self.anchors)
             if span is not None:
                 span.set_attribute("retrieval.decision", response.status)
         _log_query(query, response, outcome, self._trace_id())
@@ -420,6 +423,18 @@ class Pipeline:
     def _record(self, tier: str, started: float, error: bool) -> None:
         if self.recorder is not None and tier != "cache":
             self.recorder.record(tier, (time.perf_counter() - started) * 1000, error)
+
+
+def with_anchors(response: RetrieveResponse, anchors: Mapping[tuple[str, int], str]) -> RetrieveResponse:
+    """Each chunk result with its heading's URL fragment (the UI opens that section)."""
+    if not anchors or not response.results:
+        return response
+    results = [
+        msgspec.structs.replace(r, anchor=anchors.get((r.doc_slug, r.chunk_index), ""))
+        if r.chunk_index is not None else r
+        for r in response.results
+    ]
+    return msgspec.structs.replace(response, results=results)
 
 
 def _result(evidence: Evidence) -> RetrievalResult:

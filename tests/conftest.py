@@ -127,12 +127,14 @@ ADMIN_TOKEN_FOR_TESTS = "shared-test-admin-token-0123456789"
 READY_TIMEOUT_S = 240.0
 
 
-async def wait_until_ready(client: Any, semantic: bool = True) -> dict[str, Any]:
+async def wait_until_ready(
+    client: Any, semantic: bool = True, timeout_s: float = READY_TIMEOUT_S
+) -> dict[str, Any]:
     """Poll /ready until the corpus (and, by default, phase 3) can answer."""
     import asyncio
     import time
 
-    deadline = time.monotonic() + READY_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     body: dict[str, Any] = {}
     while time.monotonic() < deadline:
         response = await client.get("/ready")
@@ -158,6 +160,31 @@ async def service_client(pg_server: PgServer) -> AsyncIterator[Any]:
     )
     async with AsyncTestClient(app=create_app(settings), timeout=60) as client:
         await wait_until_ready(client)
+        yield client
+    await _drop_database(pg_server, name)
+
+
+LOGSEQ_DOCS = Path(__file__).parent / "corpora" / "logseq-docs"
+# Seeding and embedding ~1,000 chunks: minutes on a loaded 2-core machine.
+LOGSEQ_READY_TIMEOUT_S = 1200.0
+
+
+@pytest.fixture(scope="session")
+async def logseq_client(pg_server: PgServer) -> AsyncIterator[Any]:
+    """One real app seeded with Logseq's documentation (tests/corpora/logseq-docs), read-only."""
+    from litestar.testing import AsyncTestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    name = await _create_database(pg_server)
+    settings = Settings(
+        database_url=pg_server.dsn(name), admin_token=ADMIN_TOKEN_FOR_TESTS,
+        seeds_dir=LOGSEQ_DOCS, flags_file=PROJECT_ROOT / "flags.yaml",
+        migrations_dir=MIGRATIONS_DIR, db_connect_timeout=30,
+    )
+    async with AsyncTestClient(app=create_app(settings), timeout=60) as client:
+        await wait_until_ready(client, timeout_s=LOGSEQ_READY_TIMEOUT_S)
         yield client
     await _drop_database(pg_server, name)
 

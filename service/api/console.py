@@ -29,6 +29,7 @@ from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, JSONBody
 
 from service.api.auth import admin_guard
+from service.api.documents import corpus_categories
 from service.api.errors import ErrorBody
 from service.api.openapi import ReplayOperation
 from service.api.retrieve import pipeline_of, validate_request
@@ -37,6 +38,7 @@ from service.domain.types import Base
 from service.golden import GoldenCase, GoldenFileError, load_golden, parse_golden, phases_of
 from service.replay import replay_cases
 from service.settings import PROJECT_ROOT
+from service.state import get_state
 
 GOLDEN_DIR = PROJECT_ROOT / "tests" / "golden"
 MAX_YAML_BYTES = 64 * 1024
@@ -164,11 +166,12 @@ async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
     if runs > MAX_REPLAY_RUNS:
         raise ValidationException(f"{runs} case runs; a replay is limited to {MAX_REPLAY_RUNS}")
     pipeline = pipeline_of(state)
+    categories = corpus_categories(get_state(state))
 
     async def post_retrieve(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The same validation and pipeline as POST /retrieve, without the HTTP hop."""
         try:
-            params = validate_request(msgspec.convert(body, RetrieveRequest))
+            params = validate_request(msgspec.convert(body, RetrieveRequest), categories)
         except (msgspec.ValidationError, ValidationException) as err:
             return 400, {"error": str(err)}
         response = await pipeline.run_request(params)

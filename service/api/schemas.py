@@ -35,7 +35,10 @@ class RetrieveRequest(Base, frozen=True):
     top_k: Annotated[int, msgspec.Meta(
         ge=1, description=f"results wanted; at most the flag `{TOP_K_FLAG}` (the schema's maximum)",
     )] | None = None
-    category: Annotated[str, msgspec.Meta(max_length=64, description="concepts | widgets | actions")] | None = None
+    category: Annotated[str, msgspec.Meta(
+        max_length=64,
+        description="one of the loaded corpus's categories (GET /documents lists them); another answers 400 naming them",
+    )] | None = None
 
 
 def check_top_k(top_k: int | None, flags: Flags) -> None:
@@ -69,6 +72,8 @@ class RetrievalResult(Base, frozen=True):
     match_explain: list[str] | None = None
     chunk_index: int | None = None
     chunk_hash: str | None = None
+    anchor: str | None = None
+    """The chunk's heading as a URL fragment (`pin-a-command`; "" = top of the page)."""
 
 
 class FallbackStep(Base, frozen=True):

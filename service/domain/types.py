@@ -10,8 +10,6 @@ from typing import Literal
 
 import msgspec
 
-CATEGORIES: tuple[str, ...] = ("concepts", "widgets", "actions")
-
 Source = Literal["keyword", "hybrid", "embedding", "cache"]
 Intent = Literal["explain", "navigate", "lookup"]
 QueryType = Literal["exact", "semantic", "mixed"]
@@ -46,6 +44,8 @@ class Chunk(Base, frozen=True):
     keywords: tuple[str, ...]
     chunk_hash: str
     token_count: int
+    anchor: str = ""
+    """URL fragment of the chunk's heading (`pin-a-command`); "" before the first heading."""
 
     @property
     def chunk_id(self) -> str:
