@@ -27,6 +27,7 @@ from test_serve import _alive, _postgres_pids, _start, _wait_ready
 from service.app import create_app
 from service.db.embedded import EmbeddedPostgres, free_port
 from service.settings import PROJECT_ROOT, Settings
+from tests.conftest import quiet_flags_file
 
 
 @pytest.mark.slow
@@ -34,7 +35,7 @@ async def test_service_becomes_ready_when_postgres_appears(tmp_path: Path, fixtu
     port = free_port()
     settings = Settings(
         database_url=f"postgresql://postgres@127.0.0.1:{port}/postgres", seeds_dir=fixture_seeds,
-        migrations_dir=PROJECT_ROOT / "migrations", flags_file=PROJECT_ROOT / "flags.yaml",
+        migrations_dir=PROJECT_ROOT / "migrations", flags_file=quiet_flags_file(),
         db_connect_timeout=120,
     )
     server = EmbeddedPostgres(tmp_path / "late-pg", port=port)

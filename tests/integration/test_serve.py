@@ -14,14 +14,17 @@ import psutil
 import pytest
 
 from service.db.embedded import PostmasterPid, free_port
+from service.readiness import wait_url_ready_sync
 from service.settings import PROJECT_ROOT
+from tests.conftest import quiet_flags_file
 
 READY_TIMEOUT_S = 120
 
 
 def _start(data_dir: Path, seeds: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
-    env.update(SEEDS_DIR=str(seeds), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.update(SEEDS_DIR=str(seeds), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               FLAGS_FILE=str(quiet_flags_file()))
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--port", str(port),
@@ -31,18 +34,11 @@ def _start(data_dir: Path, seeds: Path, port: int, log: Path) -> subprocess.Pope
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], port: int, log: Path) -> dict[str, object]:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def alive() -> None:
         assert proc.poll() is None, f"server exited early:\n{log.read_text()[-3000:]}"
-        try:
-            response = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2)
-            if response.status_code == 200:
-                body: dict[str, object] = response.json()
-                return body
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"not ready in {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
+
+    return wait_url_ready_sync(f"http://127.0.0.1:{port}", timeout_s=READY_TIMEOUT_S, semantic=False,
+                               check_alive=alive)
 
 
 def _postgres_pids(data_dir: Path) -> set[int]:
