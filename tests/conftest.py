@@ -155,11 +155,13 @@ async def post_beside(client: Any, path: str, **kwargs: Any) -> Any:
 # about the kill switch must not lose phases because the CPU is busy. The
 # kill-switch tests use the shipped flags.yaml (and an injected clock).
 UNREACHABLE_KILL_SWITCH = {"p95_ms": 1e9, "error_rate": 1.0, "min_samples": 10**9}
+# Nor pass a phase over because a busy CPU made it slow (timeout tests set their own).
+PATIENT_TIMEOUTS = {"db_ms": 60_000, "phase_ms": 60_000}
 _quiet_flags: list[Path] = []
 
 
 def quiet_flags_file() -> Path:
-    """flags.yaml with the kill switch out of reach (written once per session)."""
+    """flags.yaml with the kill switch and timeouts out of reach (written once per session)."""
     import tempfile
 
     import yaml
@@ -167,6 +169,7 @@ def quiet_flags_file() -> Path:
     if not _quiet_flags:
         data = yaml.safe_load((PROJECT_ROOT / "flags.yaml").read_text(encoding="utf-8"))
         data["kill_switch"] = {**data.get("kill_switch", {}), **UNREACHABLE_KILL_SWITCH}
+        data["timeouts"] = {**data.get("timeouts", {}), **PATIENT_TIMEOUTS}
         target = Path(tempfile.mkdtemp(prefix="test-flags-")) / "flags.yaml"
         target.write_text(yaml.safe_dump(data), encoding="utf-8")
         _quiet_flags.append(target)
