@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.golden import GoldenCase, GoldenFileError, check, endpoint_of, load_golden, phases_of, request_of, verdict
+from service.golden import (
+    GoldenCase,
+    GoldenFileError,
+    check,
+    endpoint_of,
+    load_golden,
+    phases_of,
+    request_of,
+    verdict,
+)
 from service.readiness import wait_until_ready
 from service.settings import Settings
 

@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import psutil
 import pytest
 
