@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -169,16 +170,21 @@ async def test_seed_killed_mid_transaction_keeps_previous_corpus(
     await tx.start()
     await blocker.execute("select 1 from docs_knowledge where slug = 'concepts/workspace' for update")
     task = asyncio.create_task(seed(migrated_pool, fixture_seeds, paragraph_chunker))
-    backend = await _backend_waiting_on_a_lock(migrated_pool, task)
-    # It has written (a transaction id is assigned at the first write, not by the
-    # advisory lock), and its insert is not visible outside its transaction.
-    assert await migrated_pool.fetchval("select backend_xid is not null from pg_stat_activity where pid = $1", backend)
-    assert await migrated_pool.fetchval("select count(*) from docs_knowledge where slug = 'concepts/entry'") == 0
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    await tx.rollback()
-    await migrated_pool.release(blocker)
+    try:
+        backend = await _backend_waiting_on_a_lock(migrated_pool, task)
+        # It has written (a transaction id is assigned at the first write, not by the
+        # advisory lock), and its insert is not visible outside its transaction.
+        assert await migrated_pool.fetchval(
+            "select backend_xid is not null from pg_stat_activity where pid = $1", backend)
+        assert await migrated_pool.fetchval(
+            "select count(*) from docs_knowledge where slug = 'concepts/entry'") == 0
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await tx.rollback()
+        await migrated_pool.release(blocker)
+    assert task.cancelled()
     assert await table_dump(migrated_pool) == before
     report = await seed(migrated_pool, fixture_seeds, paragraph_chunker)  # next seed completes
     counts = report.documents
