@@ -111,9 +111,8 @@ def free_port() -> int:
 
 
 async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
-    import httpx
-
     from service.loadgen import run_load
+    from service.readiness import wait_url_ready
 
     port = free_port()
     data_dir = Path(tempfile.mkdtemp(prefix="bench-serve-"))
@@ -125,18 +124,7 @@ async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
     )
     out: dict[str, Any] = {"pid": proc.pid}
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                try:
-                    ready = await client.get("/ready")
-                    if ready.status_code == 200 and ready.json().get("semantic_ready", True):
-                        break
-                except httpx.HTTPError:
-                    pass
-                await asyncio.sleep(0.5)
-            else:
-                raise TimeoutError("server not ready")
+        await wait_url_ready(f"http://127.0.0.1:{port}", timeout_s=300)
         queries = golden_queries()
         import psutil
 

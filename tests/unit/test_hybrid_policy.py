@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
 from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery, Option
+from service.flags import load_flags_file
 from service.scoring.fusion import FusionMethod
 from service.scoring.hybrid import SemanticSignal, fuse_evidence
 from service.scoring.semantic import SemanticHit
+from service.settings import PROJECT_ROOT
 
-T = SemanticThresholds(similarity_floor=0.40, answer_similarity=0.55, margin=0.04)
+# The thresholds the service ships with (flags.yaml `semantic:`), never a copy of them.
+SHIPPED = load_flags_file(PROJECT_ROOT / "flags.yaml").semantic
+T = SemanticThresholds(
+    similarity_floor=SHIPPED.similarity_floor, answer_similarity=SHIPPED.answer_similarity, margin=SHIPPED.margin,
+)
+BELOW_FLOOR = SHIPPED.similarity_floor - 0.1
+BETWEEN = (SHIPPED.similarity_floor + SHIPPED.answer_similarity) / 2  # close, not confident
+CONFIDENT = min(1.0, SHIPPED.answer_similarity + 0.15)
 Q = NormalizedQuery(raw="how do I find my notes?", tokens=("find", "notes"), phrase="find notes")
 
 
@@ -53,19 +62,19 @@ def test_keyword_ambiguity_survives_a_confident_neighbour() -> None:
 
 def test_confident_neighbour_turns_a_weak_match_into_an_answer() -> None:
     keyword = Clarify(results=(), confidence=0.1, message="weak", options=(), reason="no_title_or_keyword_hit")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.7, 0.1, "concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(CONFIDENT, SHIPPED.margin + 0.05, "concepts/notes"), Q, T)
     assert isinstance(decision, Answer) and decision.reason == "semantic_confident"
 
 
 def test_far_neighbours_are_not_evidence() -> None:
     keyword = NoMatch(message="Which part should I explain?", reason="out_of_domain")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.25, 0.02, "concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(BELOW_FLOOR, 0.02, "concepts/notes"), Q, T)
     assert isinstance(decision, NoMatch) and decision.reason == "below_similarity_floor"
 
 
 def test_plausible_but_unsure_neighbour_asks() -> None:
     keyword = NoMatch(message="Which part should I explain?", reason="no_match")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.5, 0.01, "concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(BETWEEN, 0.01, "concepts/notes"), Q, T)
     assert isinstance(decision, Clarify)
     assert decision.message.startswith("I'm not sure which feature you mean. Are you asking about Notes?")
 
