@@ -320,6 +320,9 @@ class KillSwitch:
             self.on_event(event)
         return event
 
+    def database_answered(self) -> None:
+        """The database supervisor's probe succeeded (see `trip_cause`)."""
+
     # -- reporting ----------------------------------------------------------
     def refresh(self) -> None:
         """Apply a cool-down that ended while no request came (for reports)."""
