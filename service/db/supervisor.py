@@ -100,7 +100,7 @@ class DatabaseSupervisor:
     def mode(self) -> Literal["embedded", "external", "attached"]:
         if self.embedded is None:
             return "external"
-        if self.embedded.owner or self.state == "starting" or self.state == "restarting":
+        if self.embedded.owner or self.dsn is None:  # ours, or not started yet
             return "embedded"
         return "attached"  # another process's server: reconnect only, never restart
 
@@ -178,7 +178,9 @@ class DatabaseSupervisor:
             self._went_down(database_cause(err) or describe_error(err))
             return False
         if self.state != "up":
-            await self._came_back(reopen=True)
+            # Connections were lost (refused, reset, shut down): open fresh ones. After a
+            # mere timeout (a lock, a slow server) the pool's connections are still good.
+            await self._came_back(reopen=(self.cause or "").startswith("database unreachable"))
         for hook in self.on_answer:
             hook()
         return True
