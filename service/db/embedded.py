@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -385,6 +386,10 @@ class EmbeddedPostgres:
             return "(no log)"
 
 
+# "2026-11-22 17:43:51.413 UTC [729] FATAL:  could not ..." → "FATAL: could not ..."
+_LOG_PREFIX = re.compile(r"^.*?\b(LOG|WARNING|ERROR|FATAL|PANIC):\s+")
+
+
 def _server_message(log_file: Path, offset: int, pg_ctl_output: str) -> str:
     """PostgreSQL's own reason for a failed start: the FATAL/PANIC lines (and a
     `could not ...` line before them) it logged during this attempt, else pg_ctl's
@@ -395,10 +400,10 @@ def _server_message(log_file: Path, offset: int, pg_ctl_output: str) -> str:
             text = handle.read(64 * 1024).decode(errors="replace")
     except OSError:
         text = ""
-    wanted = [line.strip() for line in text.splitlines()
+    wanted = [_LOG_PREFIX.sub(r"\1: ", line.strip()) for line in text.splitlines()
               if any(tag in line for tag in ("FATAL:", "PANIC:", "could not"))]
     if wanted:
-        return " | ".join(wanted[-2:])
+        return " | ".join(wanted[-3:])
     lines = [line.strip() for line in pg_ctl_output.splitlines() if line.strip()]
     return " | ".join(lines[-2:]) if lines else "PostgreSQL did not start (no message)"
 
