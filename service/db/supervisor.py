@@ -109,9 +109,9 @@ class DatabaseSupervisor:
                               restarts=self.restarts, last_restart=self.last_restart)
 
     def not_ready_reason(self) -> str | None:
-        if self.state == "up":
+        if self.state == "up" or self.cause is None:  # start-up reports its own progress
             return None
-        return f"database {self.state}: {self.cause}" if self.cause else f"database {self.state}"
+        return f"database {self.state}: {self.cause}"
 
     # -- start ----------------------------------------------------------------
     async def start_server(self) -> str:
