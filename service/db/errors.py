@@ -37,6 +37,15 @@ _OS_CAUSES = {
 }
 
 
+# When the error carries no errno (raised by a library rather than the OS).
+_CONNECTION_CAUSES: tuple[tuple[type[OSError], str], ...] = (
+    (ConnectionRefusedError, "connection refused"),
+    (ConnectionResetError, "connection reset"),
+    (ConnectionAbortedError, "connection aborted"),
+    (BrokenPipeError, "connection lost"),
+)
+
+
 def database_cause(err: BaseException) -> str | None:
     """`database unreachable: ...` / `database timeout ...` / `database error: ...`,
     or None when `err` is not a database failure (a bug, a missing model)."""
@@ -57,8 +66,9 @@ def database_cause(err: BaseException) -> str | None:
     if isinstance(err, asyncpg.PostgresError):
         return f"database error: {type(err).__name__} ({err.sqlstate})"
     if isinstance(err, OSError) and not isinstance(err, TimeoutError):
-        cause = _OS_CAUSES.get(err.errno or 0)
+        cause = _OS_CAUSES.get(err.errno or 0) or next(
+            (text for cls, text in _CONNECTION_CAUSES if isinstance(err, cls)), None)
         if cause is None:
-            cause = (err.strerror or type(err).__name__).lower()
+            cause = (err.strerror or str(err) or type(err).__name__).lower()
         return f"database unreachable: {cause}"
     return None
