@@ -28,11 +28,12 @@ class DatabaseUnavailableError(ServiceUnavailableException):
 
 
 def require_pool(st: AppState, what: str) -> asyncpg.Pool[Any]:
-    """The pool, or 503: the database is starting, restarting or away."""
-    if st.pool is None:
-        db = st.database
-        cause = (db.not_ready_reason() if db is not None else None) or "the database is not ready yet"
-        raise DatabaseUnavailableError(_refused(what, cause))
+    """The pool, or 503: the database is starting, restarting or away (as the
+    supervisor last saw it, at most `WATCH_INTERVAL_S` ago)."""
+    db = st.database
+    away = db.not_ready_reason() if db is not None else None
+    if st.pool is None or away is not None:
+        raise DatabaseUnavailableError(_refused(what, away or "the database is not ready yet"))
     return st.pool
 
 

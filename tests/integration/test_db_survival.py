@@ -65,8 +65,13 @@ async def running(settings: Settings) -> AsyncIterator[Any]:
         # Embed every query once, then start the kill switch's windows afresh: the
         # faults are the database's, not a cold query cache on a busy 2-core box.
         for query in QUERIES:
-            r = await client.post("/retrieve", json={"query": query, "phase": 3})
-            assert r.status_code == 200 and r.json()["phase"] == 3, r.text
+            for _ in range(20):  # a first embedding may outrun its budget on a loaded box
+                r = await client.post("/retrieve", json={"query": query, "phase": 3})
+                assert r.status_code == 200, r.text
+                if r.json()["phase"] == 3:
+                    break
+            else:
+                raise AssertionError(f"phase 3 never answered {query!r}: {r.text}")
         assert (await client.post("/admin/reset", headers=AUTH)).status_code == 200
         yield client
 
@@ -163,9 +168,13 @@ class Outcome:
     outage_requests: int
     degraded_ok: int
     back_after_s: float
+    """Fault → first phase-3 answer."""
+    back_after_return_s: float
+    """The database back (restarted, unlocked) → first phase-3 answer."""
 
 
-def judge(traffic: Traffic, fault_at: float, back_at: float, *, require_outage: bool = True) -> Outcome:
+def judge(traffic: Traffic, fault_at: float, back_at: float, returned_at: float | None = None, *,
+          require_outage: bool = True) -> Outcome:
     assert traffic.seen, "no traffic"
     errors = [s.raw[:300] for s in traffic.seen if s.status >= 500]
     assert not errors, errors
@@ -176,14 +185,20 @@ def judge(traffic: Traffic, fault_at: float, back_at: float, *, require_outage: 
     assert outage or not require_outage, "the fault never reached a request"
     ok = [s for s in outage if degraded_with_cause(s)]
     assert len(ok) >= 0.99 * len(outage), [s.raw[:300] for s in outage if not degraded_with_cause(s)][:5]
-    return Outcome(len(traffic.seen), len(outage), len(ok), round(back_at - fault_at, 2))
+    returned = fault_at if returned_at is None else returned_at
+    assert back_at - returned < BACK_WITHIN_S
+    return Outcome(len(traffic.seen), len(outage), len(ok), round(back_at - fault_at, 2),
+                   round(back_at - returned, 2))
 
 
-def report(name: str, outcome: Outcome) -> None:
+def report(name: str, outcome: Outcome, client: Any) -> None:
     share = 100 * outcome.degraded_ok / outcome.outage_requests if outcome.outage_requests else 100.0
+    ks = client.app.state["operations"].kill_switch
+    events = [f"{e.kind}:{e.trigger}" for e in ks.events]
     print(f"\n[{name}] requests={outcome.requests} outage={outcome.outage_requests}"
           f" degraded-with-cause={outcome.degraded_ok} ({share:.1f} %)"
-          f" phase3-back-after={outcome.back_after_s} s")
+          f" phase3-back-after-fault={outcome.back_after_s} s"
+          f" after-database-back={outcome.back_after_return_s} s kill-switch={events} state={ks.state}")
 
 
 async def until(check: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
@@ -211,7 +226,7 @@ async def test_sigkill_of_the_embedded_postmaster_under_load(tmp_path: Path, fix
         back_at = await traffic.wait_for(phase3_answered, after=fault_at, timeout=BACK_WITHIN_S)
         await traffic.finish()
         outcome = judge(traffic, fault_at, back_at)
-        report("sigkill embedded postmaster", outcome)
+        report("sigkill embedded postmaster", outcome, client)
 
         assert st.database is not None and st.database.restarts == 1
         assert st.embedded.postmaster_pid() != pid
@@ -277,9 +292,8 @@ async def test_external_postgres_stopped_and_started_again(tmp_path: Path, fixtu
             await asyncio.to_thread(server.start)
             back_at = await traffic.wait_for(phase3_answered, after=restarted_at, timeout=BACK_WITHIN_S)
             await traffic.finish()
-            outcome = judge(traffic, fault_at, back_at)
-            report("external postgres stopped and started", outcome)
-            assert back_at - restarted_at < BACK_WITHIN_S
+            outcome = judge(traffic, fault_at, back_at, restarted_at)
+            report("external postgres stopped and started", outcome, client)
             await _listener_back(client, old_listener)
             assert (await client.put("/admin/flags", json={"phase": 3}, headers=AUTH)).status_code == 200
             assert (await client.delete("/admin/flags/phase", headers=AUTH)).status_code == 200
@@ -314,8 +328,8 @@ async def test_every_backend_connection_terminated(db_url: str, tmp_path: Path, 
         assert killed > 0
         back_at = await traffic.wait_for(phase3_answered, after=ended_at, timeout=BACK_WITHIN_S)
         await traffic.finish()
-        outcome = judge(traffic, fault_at, back_at, require_outage=False)
-        report(f"pg_terminate_backend x{killed}", outcome)
+        outcome = judge(traffic, fault_at, back_at, ended_at, require_outage=False)
+        report(f"pg_terminate_backend x{killed}", outcome, client)
         await _listener_back(client, old_listener)
     assert await fingerprint(db_url) == before
 
@@ -347,8 +361,8 @@ async def test_lock_slows_phase3_past_the_database_timeout(db_url: str, tmp_path
             await locker.close()
         back_at = await traffic.wait_for(phase3_answered, after=released_at, timeout=BACK_WITHIN_S)
         await traffic.finish()
-        outcome = judge(traffic, fault_at, back_at)
-        report("lock past timeouts.db_ms", outcome)
+        outcome = judge(traffic, fault_at, back_at, released_at)
+        report("lock past timeouts.db_ms", outcome, client)
         timed_out = [s for s in traffic.seen if s.body and s.body.fallback_path
                      and s.body.fallback_path[0].reason == "database timeout after 2000 ms"]
         assert timed_out, "no request named the database timeout"
