@@ -132,13 +132,21 @@ class Traffic:
         await asyncio.gather(*self.tasks)
 
     async def wait_for(self, check: Callable[[Seen], bool], after: float, timeout: float) -> float:
-        """Monotonic time of the first response started after `after` that passes `check`."""
+        """Monotonic time the first response started after `after` that passes `check` finished."""
+        return (await self.first(check, after, timeout)).finished
+
+    async def outage_started(self, after: float, timeout: float = 30) -> float:
+        """When the first request phase 3 could not answer started (backends of a killed
+        postmaster may serve a few more queries before they notice)."""
+        return (await self.first(lambda s: not phase3_answered(s), after, timeout)).started
+
+    async def first(self, check: Callable[[Seen], bool], after: float, timeout: float) -> Seen:
         deadline = time.monotonic() + timeout
         index = 0
         while time.monotonic() < deadline:
             for s in self.seen[index:]:
                 if s.started >= after and check(s):
-                    return s.finished
+                    return s
             index = max(0, len(self.seen) - 1)
             await asyncio.sleep(0.05)
         last = [(s.body.phase, [(f.tier, f.reason) for f in s.body.fallback_path]) if s.body else s.status
@@ -223,7 +231,8 @@ async def test_sigkill_of_the_embedded_postmaster_under_load(tmp_path: Path, fix
         await traffic.wait_for(phase3_answered, after=0, timeout=30)
         fault_at = time.monotonic()
         os.kill(pid, signal.SIGKILL)
-        back_at = await traffic.wait_for(phase3_answered, after=fault_at, timeout=BACK_WITHIN_S)
+        down_at = await traffic.outage_started(after=fault_at)
+        back_at = await traffic.wait_for(phase3_answered, after=down_at, timeout=BACK_WITHIN_S)
         await traffic.finish()
         outcome = judge(traffic, fault_at, back_at)
         report("sigkill embedded postmaster", outcome, client)
@@ -355,11 +364,13 @@ async def test_lock_slows_phase3_past_the_database_timeout(db_url: str, tmp_path
                             and s.body.fallback_path[0].reason.startswith("kill switch: "))
 
             await traffic.wait_for(skipped_by_kill_switch, after=fault_at, timeout=60)
+            down_at = await traffic.outage_started(after=fault_at)
             await tx.rollback()
             released_at = time.monotonic()
         finally:
             await locker.close()
-        back_at = await traffic.wait_for(phase3_answered, after=released_at, timeout=BACK_WITHIN_S)
+        back_at = await traffic.wait_for(phase3_answered, after=max(released_at, down_at),
+                                         timeout=BACK_WITHIN_S)
         await traffic.finish()
         outcome = judge(traffic, fault_at, back_at, released_at)
         report("lock past timeouts.db_ms", outcome, client)
