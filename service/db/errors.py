@@ -63,6 +63,8 @@ def database_cause(err: BaseException) -> str | None:
         return "database unreachable: connection lost"
     if isinstance(err, asyncpg.InterfaceError):  # closed pool/connection on our side
         return "database unreachable: connection closed"
+    if isinstance(err, asyncpg.InternalClientError):  # a connection cut mid-operation
+        return "database unreachable: connection broken"
     if isinstance(err, asyncpg.PostgresError):
         return f"database error: {type(err).__name__} ({err.sqlstate})"
     if isinstance(err, OSError) and not isinstance(err, TimeoutError):

@@ -22,6 +22,8 @@ from service.db.errors import DatabaseTimeout, DatabaseUnreachable, database_cau
      "database unreachable: server shut down"),
     (asyncpg.ConnectionDoesNotExistError("connection was closed"), "database unreachable: connection lost"),
     (asyncpg.InterfaceError("pool is closed"), "database unreachable: connection closed"),
+    (asyncpg.InternalClientError("cannot switch to state 12; another operation (2) is in progress"),
+     "database unreachable: connection broken"),
     (asyncpg.QueryCanceledError("canceling statement"), "database error: QueryCanceledError (57014)"),
 ])
 def test_database_failures_are_named(error: BaseException, cause: str) -> None:
