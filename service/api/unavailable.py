@@ -32,6 +32,8 @@ def require_pool(st: AppState, what: str) -> asyncpg.Pool[Any]:
     supervisor last saw it, at most `WATCH_INTERVAL_S` ago)."""
     db = st.database
     away = db.not_ready_reason() if db is not None else None
+    if db is not None and (db.cause or "").startswith("database timeout"):
+        away = None  # slow, not gone: try the write; `database_write` answers 503 if it times out
     if st.pool is None or away is not None:
         raise DatabaseUnavailableError(_refused(what, away or "the database is not ready yet"))
     return st.pool

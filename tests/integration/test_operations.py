@@ -243,6 +243,7 @@ async def test_database_errors_above_five_percent_take_phase3_out_kill_and_reset
             ("half_open", "database_back"), ("trip", "error_rate")]
 
         # The seed plan's literal rule stays selectable.
+        await wait_until_ready(client, semantic=False)
         await put_flags(client, {"kill_switch.error_action": "disable"})
         assert (await client.post("/admin/reset", headers=AUTH)).status_code == 200
         async with _connect(db_url) as locker:
@@ -252,6 +253,7 @@ async def test_database_errors_above_five_percent_take_phase3_out_kill_and_reset
             seen = [await retrieve(client, QUERIES[i % len(QUERIES)]) for i in range(10)]
             await tx.rollback()
         assert [r.status for r in seen[8:]] == ["disabled", "disabled"]
+        await wait_until_ready(client, semantic=False)
         await put_flags(client, {"kill_switch.error_action": "drop_phase"})
 
         reset = await client.post("/admin/reset", headers=AUTH)
@@ -376,6 +378,7 @@ async def test_database_outage_never_5xx_and_phase3_returns_after_restart(
                 return r.phase == 3 and not r.fallback_path
 
             await eventually(phase3_back, timeout=30, interval=0.1)
+            await wait_until_ready(client, semantic=False)  # the supervisor has seen it back
             await put_flags(client, {"phase": 2})  # the store writes again too
             assert (await retrieve(client)).phase == 2
     finally:
