@@ -82,6 +82,7 @@ class FlagStore:
         """Server pid of the LISTEN connection (diagnostics and tests)."""
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._retry = asyncio.Event()
         self._dirty = False
 
     # -- the request path -----------------------------------------------------
@@ -218,6 +219,11 @@ class FlagStore:
             if not done:
                 log.error("flag listener did not stop within %.0f s", STOP_TIMEOUT_S)
 
+    def resubscribe(self) -> None:
+        """The database is back (e.g. restarted): reconnect now, not after the back-off."""
+        self._retry.set()
+        self._wake.set()
+
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
         self._dirty = True
         self._wake.set()
@@ -252,7 +258,10 @@ class FlagStore:
                 self.listener_connected = False
                 if conn is not None:
                     conn.terminate()
-            await asyncio.sleep(delay)
+            self._retry.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._retry.wait()
             delay = min(delay * 2, BACKOFF_MAX_S)
 
     async def _serve(self, conn: Any) -> None:

@@ -204,6 +204,9 @@ class KillSwitchFlags(_Flags, frozen=True):
     cooldown_s: Annotated[float, msgspec.Meta(ge=0)] = 600.0
     probe_share: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.1
     """0 would never probe, so a tripped switch could never close again."""
+    error_action: Literal["drop_phase", "disable"] = "drop_phase"
+    """Error-rate trip: take the failing phase out (phases below keep answering), or
+    disable retrieval as the seed plan's table says."""
 
 
 class ContextFlags(_Flags, frozen=True):

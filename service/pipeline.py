@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from service.api.schemas import FallbackStep, OptionOut, RetrievalResult, RetrieveResponse, Status
+from service.db.errors import DatabaseTimeout, DatabaseUnreachable, database_cause
 from service.decide import clarify
 from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
 from service.decide.policy import MULTI_INTENT_DEPTH, decide, decide_multi_intent
@@ -100,7 +101,7 @@ TierHook = Callable[[str, TierContext], Awaitable[None]]
 class PhaseRecorder(Protocol):
     """Receives one (phase, latency, error) sample per tier attempt (the kill-switch monitor)."""
 
-    def record(self, tier: str, latency_ms: float, error: bool) -> None: ...
+    def record(self, tier: str, latency_ms: float, error: bool, database: bool = False) -> None: ...
 
 
 def keyword_decision_for(
@@ -152,7 +153,7 @@ class SemanticLeg:
     async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> tuple[list[SemanticHit], dict[str, float]]:
         pool = self.pool()
         if pool is None:
-            raise ConnectionError("database pool is not available")
+            raise DatabaseUnreachable("no connection pool (the database is starting or restarting)")
         model = await asyncio.wait_for(self.model(), timeout=flags.timeouts.db_ms / 1000)
         if model is None:
             raise LookupError("no embeddings indexed yet")
@@ -164,13 +165,16 @@ class SemanticLeg:
         started = time.perf_counter()
         vector = await embed_query_async(self.embedder, text, self.cache)
         embedded = time.perf_counter()
-        hits = await asyncio.wait_for(
-            semantic_search(
-                pool, vector, model, self.embedder.dim, top_k, category,
-                ef_search=flags.semantic.ef_search,
-            ),
-            timeout=flags.timeouts.db_ms / 1000,
-        )
+        try:
+            hits = await asyncio.wait_for(
+                semantic_search(
+                    pool, vector, model, self.embedder.dim, top_k, category,
+                    ef_search=flags.semantic.ef_search,
+                ),
+                timeout=flags.timeouts.db_ms / 1000,
+            )
+        except TimeoutError as err:
+            raise DatabaseTimeout(flags.timeouts.db_ms) from err
         done = time.perf_counter()
         return hits, {
             "embed_ms": round((embedded - started) * 1000, 3),
@@ -189,10 +193,13 @@ class Pipeline:
         flags: Callable[[], Flags],
         recorder: PhaseRecorder | None = None,
         effective_phase: Callable[[Flags], int] | None = None,
+        skip_reason: Callable[[], str] | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
         self.flags = flags
         self.effective_phase = effective_phase
+        self.skip_reason = skip_reason
+        """Why the kill switch holds the phase below the configured one (fallback_path)."""
         self.glossary = glossary
         self.synonyms = synonyms
         self.recorder = recorder
@@ -361,6 +368,12 @@ class Pipeline:
         )
         fallback: list[FallbackStep] = []
         kinds: list[tuple[str, str]] = []  # (tier, reason kind): bounded labels for metrics
+        wanted = min(params.phase_cap or flags.phase, flags.phase)
+        if phase < wanted and self.skip_reason is not None:  # phases the kill switch took out
+            reason = self.skip_reason()
+            for skipped in range(wanted, phase, -1):
+                fallback.append(FallbackStep(tier=f"phase{skipped}", reason=reason))
+                kinds.append((f"phase{skipped}", "kill_switch"))
         outcome: TierOutcome | None = None
         timeout = flags.timeouts.phase_ms / 1000
         for name, tier in self.tiers(phase):
@@ -368,18 +381,22 @@ class Pipeline:
             with self._span(f"tier.{name}") as span:
                 try:
                     outcome = await asyncio.wait_for(self._call(name, tier, ctx), timeout=timeout)
-                except TimeoutError:
-                    reason, kind = f"timeout after {flags.timeouts.phase_ms} ms", "timeout"
-                    self._record(name, tier_started, error=True)
+                except TimeoutError as exc:  # the phase's budget, or the database's (DatabaseTimeout)
+                    cause = database_cause(exc)
+                    reason, kind = cause or f"timeout after {flags.timeouts.phase_ms} ms", "timeout"
+                    self._record(name, tier_started, error=True, database=cause is not None)
                 except NoCacheEntry as exc:
                     reason, kind = str(exc), "no_cache_entry"
                 except EmbeddingQueueFull as exc:
                     # Load shed on purpose: not a failure for the kill switch to count.
                     reason, kind = str(exc), "queue_full"
                 except Exception as exc:  # a failing tier is passed over, never surfaced
-                    log.warning("tier %s failed: %s", name, exc, exc_info=not isinstance(exc, CorpusNotLoaded))
-                    reason, kind = f"{type(exc).__name__}: {exc}", type(exc).__name__
-                    self._record(name, tier_started, error=True)
+                    cause = database_cause(exc)
+                    # A database outage is expected and named; a traceback only for the unexpected.
+                    log.warning("tier %s failed: %s", name, cause or exc,
+                                exc_info=cause is None and not isinstance(exc, CorpusNotLoaded))
+                    reason, kind = cause or f"{type(exc).__name__}: {exc}", type(exc).__name__
+                    self._record(name, tier_started, error=True, database=cause is not None)
                 else:
                     self._record(name, tier_started, error=False)
                     break
@@ -420,9 +437,9 @@ class Pipeline:
 
         return self.telemetry.trace_id(trace.get_current_span())
 
-    def _record(self, tier: str, started: float, error: bool) -> None:
+    def _record(self, tier: str, started: float, error: bool, database: bool = False) -> None:
         if self.recorder is not None and tier != "cache":
-            self.recorder.record(tier, (time.perf_counter() - started) * 1000, error)
+            self.recorder.record(tier, (time.perf_counter() - started) * 1000, error, database)
 
 
 def with_anchors(response: RetrieveResponse, anchors: Mapping[tuple[str, int], str]) -> RetrieveResponse:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from litestar.datastructures import State
 
     from service.db.embedded import EmbeddedPostgres
+    from service.db.supervisor import DatabaseSupervisor
     from service.ingest.seeder import Chunker, SeedReport
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,8 @@ class AppState:
     pool: asyncpg.Pool[Any] | None = None
     """None while the database is not up (yet)."""
     embedded: EmbeddedPostgres | None = None
+    database: DatabaseSupervisor | None = None
+    """Starts, watches and restarts the database (`service.db.supervisor`)."""
     corpus: CorpusSnapshot = field(default_factory=CorpusSnapshot)
     on_corpus_loaded: list[CorpusHook] = field(default_factory=list)
     on_pool_ready: list[PoolHook] = field(default_factory=list)

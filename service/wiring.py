@@ -81,6 +81,7 @@ def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipelin
         pipeline = Pipeline(
             glossary=glossary, synonyms=synonyms, flags=ops.store.flags,
             recorder=ops.kill_switch, effective_phase=ops.kill_switch.effective_phase,
+            skip_reason=ops.kill_switch.skip_reason,
             telemetry=ops.telemetry,
         )
 

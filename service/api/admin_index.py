@@ -15,6 +15,7 @@ from service.api.body import strict_body
 from service.api.errors import ErrorBody, client_errors
 from service.api.openapi import OptionalBodyOperation
 from service.api.retrieve import pipeline_of
+from service.api.unavailable import RETRY_AFTER_S, database_write, require_pool
 from service.domain.types import Base
 from service.ingest.indexer import IndexReport
 from service.state import get_state
@@ -44,18 +45,19 @@ async def admin_reindex(
     data = await strict_body(request, ReindexRequest, optional=True)
     st = get_state(state)
     status: SemanticStatus = state[SEMANTIC_KEY]
-    if st.pool is None:
-        raise ServiceUnavailableException("the database is not ready yet")
+    pool = require_pool(st, "reindex")
     if data is not None and data.full:
         embedder = await load_embedder(status)
         # Marking the inputs stale makes every row pending without deleting it,
         # so phase 3 keeps answering from the current vectors meanwhile.
-        await st.pool.execute(
-            "update chunk_embeddings set input_hash = 'stale' where model = $1", embedder.model_name
-        )
+        async with database_write("reindex"):
+            await pool.execute(
+                "update chunk_embeddings set input_hash = 'stale' where model = $1", embedder.model_name
+            )
     report = await ensure_embeddings(st, pipeline_of(state), status)
     if report is None:
-        raise ServiceUnavailableException(f"indexing failed: {status.error}")
+        raise ServiceUnavailableException(f"indexing failed: {status.error}",
+                                          headers={"Retry-After": str(RETRY_AFTER_S)})
     return report
 
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import msgspec
 from litestar import HttpMethod, Request, Response, delete, get, post, put, route
 from litestar.datastructures import State
-from litestar.exceptions import ClientException, NotFoundException, ServiceUnavailableException
+from litestar.exceptions import ClientException, NotFoundException
 from litestar.openapi import ResponseSpec
 from litestar.params import Body, FromPath
 
@@ -28,6 +28,7 @@ from service.api.auth import admin_guard
 from service.api.body import strict_body
 from service.api.errors import client_errors
 from service.api.openapi import FlagOverrideOperation, OptionalBodyOperation
+from service.api.unavailable import database_write, require_pool
 from service.domain.types import Base
 from service.flags import FlagError
 from service.operations import OPS_KEY, Operations
@@ -104,10 +105,11 @@ async def put_flags(
         named = [name for name in changes if f"`{name}`" in str(err)] or ["(body)"]
         raise ClientException(status_code=400, detail=str(err),
                               extra=[{"field": name, "message": str(err)} for name in named]) from err
-    pool = get_state(state).pool
-    if pool is None:
-        raise ServiceUnavailableException("the database is not ready yet")
-    done = await ops.store.set(pool, changes, _actor(request))
+    # Stored first, applied after the commit: a change the database did not take is
+    # refused (503), never kept only in this replica's memory.
+    pool = require_pool(get_state(state), "flag change")
+    async with database_write("flag change"):
+        done = await ops.store.set(pool, changes, _actor(request))
     return {"changed": [{"name": c.name, "old_value": c.old_value, "new_value": c.new_value}
                         for c in done],
             "overrides": ops.store.overrides}
@@ -117,10 +119,9 @@ async def put_flags(
         responses=client_errors(401, 403, 404, 503), summary="Drop a runtime override")
 async def delete_flag(state: State, request: Request[Any, Any, Any], name: FromPath[str]) -> dict[str, Any]:
     ops = operations_of(state)
-    pool = get_state(state).pool
-    if pool is None:
-        raise ServiceUnavailableException("the database is not ready yet")
-    change = await ops.store.delete(pool, name, _actor(request))
+    pool = require_pool(get_state(state), "flag change")
+    async with database_write("flag change"):
+        change = await ops.store.delete(pool, name, _actor(request))
     if change is None:
         raise NotFoundException(f"no override for `{name}`")
     return {"deleted": name, "old_value": change.old_value, "overrides": ops.store.overrides}

@@ -209,7 +209,7 @@ async def _connect(dsn: str) -> AsyncIterator[asyncpg.Connection[Any]]:
 
 
 # -- kill switches -----------------------------------------------------------------
-async def test_database_errors_above_five_percent_disable_retrieval_kill_and_reset(
+async def test_database_errors_above_five_percent_take_phase3_out_kill_and_reset(
     db_url: str, fixture_seeds: Path
 ) -> None:
     """A lock held by another connection makes phase 3 time out (a real DB error)."""
@@ -223,18 +223,46 @@ async def test_database_errors_above_five_percent_disable_retrieval_kill_and_res
             await tx.start()
             await locker.execute("lock table chunk_embeddings in access exclusive mode")
             seen = [await retrieve(client, QUERIES[i % len(QUERIES)]) for i in range(10)]
+            body = await admin_flags(client)  # while the database is still locked
             await tx.rollback()
-        # The first 8 fell back (phase 3 timed out) and were answered; then the switch tripped.
+        # The first 8 fell back (phase 3 timed out) and were answered by phase 2; then
+        # the switch took phase 3 out: phases 1-2 answer from memory, saying why.
         for response in seen[:8]:
-            assert response.status != "disabled"
+            assert response.phase == 2
+            assert [(s.tier, s.reason) for s in response.fallback_path] == [
+                ("phase3", "database timeout after 150 ms")]
+        for response in seen[8:]:
+            assert response.status != "disabled" and response.phase == 2
             assert response.fallback_path[0].tier == "phase3"
-            assert "timeout" in response.fallback_path[0].reason.lower()
-        assert [r.status for r in seen[8:]] == ["disabled", "disabled"]
-        body = await admin_flags(client)
+            assert response.fallback_path[0].reason == "kill switch: error rate 100.0 % > 5 % over 300 s"
         ks = body["kill_switch"]
-        assert ks["state"] == "tripped" and ks["ceiling"] == 0
+        assert ks["state"] == "tripped" and ks["ceiling"] == 2
         assert ks["events"][0]["trigger"] == "error_rate" and ks["events"][0]["window"]["error_rate"] == 1.0
-        assert entry(body, "enabled")["source"] == "kill_switch" and entry(body, "enabled")["value"] is False
+        assert entry(body, "phase")["source"] == "kill_switch" and entry(body, "phase")["value"] == 2
+        assert entry(body, "enabled")["value"] is True
+
+        # The database answers again: a trip it caused probes at once (no 1-hour cool-down).
+        async def half_open_on_database_back() -> bool:
+            return bool((await admin_flags(client))["kill_switch"]["state"] == "half_open")
+
+        await eventually(half_open_on_database_back, timeout=15, interval=0.1)
+        events = (await admin_flags(client))["kill_switch"]["events"]
+        assert [(e["kind"], e["trigger"]) for e in events[:2]] == [
+            ("half_open", "database_back"), ("trip", "error_rate")]
+
+        # The seed plan's literal rule stays selectable.
+        await wait_until_ready(client, semantic=False)
+        await put_flags(client, {"kill_switch.error_action": "disable"})
+        assert (await client.post("/admin/reset", headers=AUTH)).status_code == 200
+        async with _connect(db_url) as locker:
+            tx = locker.transaction()
+            await tx.start()
+            await locker.execute("lock table chunk_embeddings in access exclusive mode")
+            seen = [await retrieve(client, QUERIES[i % len(QUERIES)]) for i in range(10)]
+            await tx.rollback()
+        assert [r.status for r in seen[8:]] == ["disabled", "disabled"]
+        await wait_until_ready(client, semantic=False)
+        await put_flags(client, {"kill_switch.error_action": "drop_phase"})
 
         reset = await client.post("/admin/reset", headers=AUTH)
         assert reset.status_code == 200 and reset.json()["state"] == "closed"
@@ -250,6 +278,7 @@ async def test_database_errors_above_five_percent_disable_retrieval_kill_and_res
 
         metrics = (await client.get("/metrics")).text
         assert 'kill_switch_events_total{kind="trip",reason="error_rate"' in metrics
+        assert 'kill_switch_events_total{kind="half_open",reason="database_back"' in metrics
         assert 'retrieval_fallbacks_total{reason="timeout",tier="phase3"' in metrics
         assert 'retrieval_decisions_total{decision="disabled"' in metrics
         assert "retrieval_latency_ms_bucket" in metrics
@@ -258,14 +287,16 @@ async def test_database_errors_above_five_percent_disable_retrieval_kill_and_res
 async def test_slow_database_drops_a_phase_then_disables_then_recovers(
     db_url: str, fixture_seeds: Path
 ) -> None:
+    """Latency trips and their cool-down, step by step through the state machine's
+    real states (closed → tripped → tripped → half_open → closed); no sleeps: the
+    cool-down is ended by setting it to 0, as an operator could."""
     async with running(db_url, fixture_seeds, semantic=True, flags_file=SHIPPED_FLAGS) as client:
-        clock = _FakeClock(client)
-        # Slow = a 1.6 s database wait against a 1.5 s p95 limit: a busy machine
-        # cannot make a healthy request look slow, nor a slow one fast.
+        # Slow = a 1.6 s database wait against a 1.5 s p95 limit: a busy machine cannot
+        # make a healthy request look slow, nor a slow one fast.
         await put_flags(client, {"kill_switch.p95_ms": 1500, "kill_switch.min_samples": 6,
-                                 "timeouts.phase_ms": 30_000, "timeouts.db_ms": 30_000,
-                                 "kill_switch.window_s": 120, "kill_switch.cooldown_s": 600,
-                                 "kill_switch.probe_share": 1.0})
+                                 "kill_switch.window_s": 3600, "kill_switch.cooldown_s": 3600,
+                                 "kill_switch.probe_share": 1.0, "timeouts.phase_ms": 30000,
+                                 "timeouts.db_ms": 30000})
         pool = get_state(client.app.state).pool
         assert pool is not None
         slow_tiers = {"phase3", "phase2"}
@@ -274,48 +305,41 @@ async def test_slow_database_drops_a_phase_then_disables_then_recovers(
             if tier in slow_tiers:
                 await pool.execute("select pg_sleep(1.6)")
 
+        async def state() -> tuple[str, int | None]:
+            ks = (await admin_flags(client))["kill_switch"]
+            return ks["state"], ks["ceiling"]
+
         pipeline_of(client).tier_hook = slow_database
         phases = [(await retrieve(client, QUERIES[i % len(QUERIES)])).phase for i in range(6)]
         assert phases == [3] * 6  # slow but answered
+        assert await state() == ("tripped", 2)
         dropped = await retrieve(client)
-        assert dropped.phase == 2 and dropped.fallback_path == []  # phase 3 taken out of the path
-        assert (await admin_flags(client))["kill_switch"]["ceiling"] == 2
-        for _ in range(4):
-            assert (await retrieve(client)).phase == 2
-        assert (await retrieve(client)).phase == 2  # the 6th slow phase-2 sample trips
+        assert dropped.phase == 2
+        assert [s.tier for s in dropped.fallback_path] == ["phase3"]  # taken out, and says so
+        assert dropped.fallback_path[0].reason.startswith("kill switch: p95 above 1500 ms")
+        for _ in range(5):
+            assert (await retrieve(client)).phase == 2  # the 6th slow phase-2 sample trips again
+        assert await state() == ("tripped", 0)
         body = await admin_flags(client)
         assert [e["trigger"] for e in body["kill_switch"]["events"][:2]] == ["p95_still_breached", "p95"]
         assert (await retrieve(client)).status == "disabled"
+        # A latency trip keeps its cool-down even though the database answers all along.
+        assert await state() == ("tripped", 0)
 
-        # The database is healthy again; after the cool-down probes restore phase 3.
+        # The database is healthy again; the cool-down ends; probes restore phase 3.
         pipeline_of(client).tier_hook = None
-        clock.advance(600.05)  # the cool-down passes on the kill switch's clock, not the wall's
+        await put_flags(client, {"kill_switch.cooldown_s": 0})
+        assert await state() == ("half_open", 0)
         probes = [await retrieve(client, QUERIES[i % len(QUERIES)]) for i in range(6)]
         assert all(r.phase == 3 for r in probes), [r.phase for r in probes]
+        assert await state() == ("closed", None)
         body = await admin_flags(client)
-        assert body["kill_switch"]["state"] == "closed"
-        assert [e["kind"] for e in body["kill_switch"]["events"][:2]] == ["recover", "half_open"]
-        assert entry(body, "phase")["source"] == "file"
+        assert [(e["kind"], e["trigger"]) for e in body["kill_switch"]["events"][:4]] == [
+            ("recover", "probe_ok"), ("half_open", "cooldown"), ("trip", "p95_still_breached"),
+            ("trip", "p95")]
+        assert entry(body, "phase")["source"] == "file"  # no kill-switch cap any more
 
 
-class _FakeClock:
-    """The kill switch's injectable clock: real time plus what the test skips forward."""
-
-    def __init__(self, client: Any) -> None:
-        from service.routing.monitor import monotonic_ms
-
-        self.skipped_ms = 0.0
-        self._real = monotonic_ms
-        client.app.state["operations"].kill_switch.clock = self
-
-    def __call__(self) -> float:
-        return self._real() + self.skipped_ms
-
-    def advance(self, seconds: float) -> None:
-        self.skipped_ms += seconds * 1000
-
-
-# -- outage -------------------------------------------------------------------------
 async def test_database_outage_never_5xx_and_phase3_returns_after_restart(
     tmp_path: Path, fixture_seeds: Path
 ) -> None:
@@ -362,6 +386,7 @@ async def test_database_outage_never_5xx_and_phase3_returns_after_restart(
                 return r.phase == 3 and not r.fallback_path
 
             await eventually(phase3_back, timeout=30, interval=0.1)
+            await wait_until_ready(client, semantic=False)  # the supervisor has seen it back
             await put_flags(client, {"phase": 2})  # the store writes again too
             assert (await retrieve(client)).phase == 2
     finally:

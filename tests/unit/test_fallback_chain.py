@@ -58,7 +58,7 @@ async def test_failing_phase_three_falls_back_to_phase_two_in_the_same_request()
     pipeline.semantic = _leg(BrokenLeg)
     response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
     assert response.status == "answer" and response.phase == 2
-    assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "ConnectionError: connection refused")]
+    assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "database unreachable: connection refused")]
     assert response.results[0].header_path == "Workspace > Basics"
 
 

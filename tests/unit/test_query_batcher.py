@@ -162,7 +162,7 @@ class Recorder:
     def __init__(self) -> None:
         self.samples: list[tuple[str, bool]] = []
 
-    def record(self, tier: str, latency_ms: float, error: bool) -> None:
+    def record(self, tier: str, latency_ms: float, error: bool, database: bool = False) -> None:
         self.samples.append((tier, error))
 
 
