@@ -1,0 +1,1 @@
+"""A conversation's turns: replies to clarifications, carried topics, the screen as a prior."""

@@ -1,0 +1,169 @@
+"""Conversation rules: signed clarifications, replies, carried topics, the screen."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from service.conversation.clarification import (
+    Clarification,
+    ClarificationError,
+    ClarificationOption,
+    issue,
+    verify,
+)
+from service.conversation.replies import resolve
+from service.conversation.topic import Screen, Turn, resolve_topic
+
+KEY = b"k" * 32
+HOME = ClarificationOption(doc_slug="concepts/home", title="Home", category="concepts")
+DASH = ClarificationOption(doc_slug="concepts/dashboard", title="Dashboard", category="concepts")
+MANAGER = ClarificationOption(doc_slug="widgets/widget-manager", title="Widget Manager", category="widgets")
+WIDGETS = ClarificationOption(doc_slug="concepts/widgets", title="Widgets", category="concepts")
+
+
+def _choose(*options: ClarificationOption, kind: str = "choose") -> Clarification:
+    return issue(kind=kind, query="home", options=options, key=KEY, now=1_000)  # type: ignore[arg-type]
+
+
+def _wire(c: Clarification) -> object:
+    return msgspec.json.decode(msgspec.json.encode(c))
+
+
+# -- signing -------------------------------------------------------------------
+def test_a_clarification_survives_the_round_trip_through_the_client() -> None:
+    c = _choose(HOME, DASH)
+    assert verify(_wire(c), key=KEY, now=1_100, max_age_s=600) == c
+
+
+@pytest.mark.parametrize(
+    ("tamper", "problem"),
+    [
+        (lambda w: {**w, "query": "delete everything"}, "signature"),
+        (lambda w: {**w, "options": [w["options"][1], w["options"][0]]}, "signature"),
+        (lambda w: {**w, "signature": "0" * 64}, "signature"),
+        (lambda w: {**w, "issued_at": w["issued_at"] + 5}, "signature"),
+        (lambda w: {k: v for k, v in w.items() if k != "query"}, "malformed"),
+        (lambda w: {**w, "extra": 1}, "malformed"),
+        (lambda w: {**w, "issued_at": "yesterday"}, "malformed"),
+        (lambda w: "not an object", "malformed"),
+    ],
+)
+def test_an_altered_or_malformed_clarification_is_refused_naming_the_problem(tamper, problem) -> None:  # type: ignore[no-untyped-def]
+    wire = _wire(_choose(HOME, DASH))
+    with pytest.raises(ClarificationError, match=problem):
+        verify(tamper(wire), key=KEY, now=1_100, max_age_s=600)
+
+
+def test_another_key_means_another_service() -> None:
+    with pytest.raises(ClarificationError, match="signature"):
+        verify(_wire(_choose(HOME, DASH)), key=b"x" * 32, now=1_100, max_age_s=600)
+
+
+def test_an_expired_clarification_is_refused() -> None:
+    with pytest.raises(ClarificationError, match="expired"):
+        verify(_wire(_choose(HOME, DASH)), key=KEY, now=1_000 + 601, max_age_s=600)
+
+
+# -- replies -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("reply", "slug"),
+    [
+        ("Home", "concepts/home"),
+        ("home", "concepts/home"),
+        ("concepts/home", "concepts/home"),
+        ("the dashboard one", "concepts/dashboard"),
+        ("Dashboard please", "concepts/dashboard"),
+        ("the first one", "concepts/home"),
+        ("1", "concepts/home"),
+        ("2", "concepts/dashboard"),
+        ("second", "concepts/dashboard"),
+        ("the last one", "concepts/dashboard"),
+        ("dashbord", "concepts/dashboard"),
+        ("I mean the home page", "concepts/home"),
+    ],
+)
+def test_a_reply_picks_the_option_it_names(reply: str, slug: str) -> None:
+    result = resolve(reply, _choose(HOME, DASH))
+    assert result.kind == "chosen"
+    assert result.option is not None and result.option.doc_slug == slug
+
+
+def test_a_category_word_picks_the_only_option_of_that_category() -> None:
+    result = resolve("the widgets one", _choose(MANAGER, HOME))
+    assert result.option == MANAGER
+
+
+def test_a_whole_title_wins_over_a_shared_word() -> None:
+    assert resolve("widget manager", _choose(WIDGETS, MANAGER)).option == MANAGER
+
+
+@pytest.mark.parametrize("reply", ["yes", "Yes, that one", "yep", "correct", "sure"])
+def test_yes_confirms_the_single_suggestion(reply: str) -> None:
+    result = resolve(reply, _choose(HOME, DASH, kind="confirm"))
+    assert (result.kind, result.option) == ("chosen", HOME)
+
+
+@pytest.mark.parametrize("reply", ["no", "nope", "not that one"])
+def test_no_moves_on_to_the_next_suggestion(reply: str) -> None:
+    result = resolve(reply, _choose(HOME, DASH, kind="confirm"))
+    assert result.kind == "declined"
+    assert result.remaining == (DASH,)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["how do I share a workspace with my team?", "what is an entry", "can I change the font size in notes"],
+)
+def test_a_new_question_is_not_taken_for_a_choice(reply: str) -> None:
+    assert resolve(reply, _choose(HOME, DASH)).kind == "new_question"
+
+
+# -- topics ----------------------------------------------------------------------
+TOPIC_WORDS = {"widget", "widgets", "dashboard", "note", "notes", "workspace", "home"}  # title words
+
+
+def _has_topic(word: str) -> bool:
+    return word in TOPIC_WORDS
+
+
+HISTORY = (
+    Turn(role="user", content="how do I remove a widget from my dashboard"),
+    Turn(role="assistant", content="Open Widget Manager…", doc_slugs=("actions/widgets",)),
+)
+
+
+@pytest.mark.parametrize("follow_up", ["and how do I resize it?", "how do I move it", "and on mobile?"])
+def test_a_follow_up_without_a_topic_takes_the_last_answered_one(follow_up: str) -> None:
+    topic = resolve_topic(follow_up, has_topic=_has_topic, history=HISTORY)
+    assert topic.source == "history"
+    assert topic.from_turn == 0
+    assert "widget" in topic.query
+    assert topic.slugs == ("actions/widgets",)
+
+
+def test_a_message_with_its_own_topic_ignores_history() -> None:
+    topic = resolve_topic("how do I rename a workspace", has_topic=_has_topic, history=HISTORY)
+    assert (topic.source, topic.query) == ("message", "how do I rename a workspace")
+
+
+def test_without_history_a_topicless_message_stays_as_it_is() -> None:
+    topic = resolve_topic("how do I resize it?", has_topic=_has_topic)
+    assert (topic.source, topic.query) == ("message", "how do I resize it?")
+
+
+def test_this_on_a_screen_means_the_screen() -> None:
+    topic = resolve_topic("how do I rename this", has_topic=_has_topic, screen=Screen(screen="workspace"))
+    assert topic.source == "screen"
+    assert topic.query == "how do I rename workspace"
+
+
+def test_the_focused_element_is_more_specific_than_the_screen() -> None:
+    screen = Screen(screen="dashboard", focused="widget:quick_links")
+    topic = resolve_topic("how do I remove this", has_topic=_has_topic, screen=screen)
+    assert topic.carried == "widget quick links"
+
+
+def test_the_screen_never_overrides_a_clear_topic() -> None:
+    topic = resolve_topic("how do I delete this note", has_topic=_has_topic, screen=Screen(screen="workspace"))
+    assert topic.source == "message"
