@@ -184,6 +184,7 @@ _JSON_SCHEMA_KEYS = {
     "type": "type", "enum": "enum", "const": "const", "minimum": "minimum", "maximum": "maximum",
     "exclusiveMinimum": "exclusive_minimum", "exclusiveMaximum": "exclusive_maximum",
     "minItems": "min_items", "maxItems": "max_items",
+    "minLength": "min_length", "maxLength": "max_length", "pattern": "pattern",
 }
 
 
@@ -197,6 +198,8 @@ def _schema_of(json_schema: dict[str, Any]) -> Schema:
             kwargs["type"] = OpenAPIType(value)
         elif key == "prefixItems":
             kwargs["prefix_items"] = [_schema_of(item) for item in value]
+        elif key == "items" and isinstance(value, dict):
+            kwargs["items"] = _schema_of(value)
         elif key in _JSON_SCHEMA_KEYS:
             kwargs[_JSON_SCHEMA_KEYS[key]] = value
     return Schema(**kwargs)

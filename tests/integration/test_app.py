@@ -93,7 +93,8 @@ async def test_admin_seed_with_right_token(
 async def test_admin_seed_with_bad_file_keeps_previous_corpus(
     client: AsyncTestClient, fixture_seeds: Path  # type: ignore[type-arg]
 ) -> None:
-    (fixture_seeds / "concepts" / "bad.md").write_text("no front matter here\n")
+    # Any Markdown is a page now; broken YAML front matter is still a bad file.
+    (fixture_seeds / "concepts" / "bad.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
     response = await client.post("/admin/seed", headers={"Authorization": f"Bearer {TOKEN}"})
     assert response.status_code == 422
     body = response.json()
