@@ -10,13 +10,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
 from service.api.schemas import FallbackStep, OptionOut, RetrievalResult, RetrieveResponse, Status
 from service.decide import clarify
-from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
+from service.decide.hybrid_policy import decide_hybrid
 from service.decide.policy import MULTI_INTENT_DEPTH, decide, decide_multi_intent
 from service.domain.types import (
     Answer,
@@ -32,20 +32,15 @@ from service.domain.types import (
 from service.flags import Flags
 from service.memory import release_free_memory
 from service.normalize.lexicon import Synonyms, build_lexicon
-from service.normalize.query import TypoSettings, normalize_query
-from service.normalize.text import rewrite_for_embedding
+from service.normalize.query import normalize_query
 from service.scoring.chunks import dedupe_per_document
-from service.scoring.fusion import detect_query_type, fusion_method
 from service.scoring.glossary import Glossary
-from service.scoring.hybrid import SemanticSignal, fuse_evidence
+from service.scoring.hybrid import HybridCandidates, HybridRetriever
 from service.scoring.indexes import CorpusIndexes, build_indexes
 from service.scoring.keyword import KeywordIndex
-from service.scoring.semantic import (
-    QueryEmbeddingCache,
-    SemanticHit,
-    embed_query_async,
-    semantic_search,
-)
+from service.scoring.semantic import SemanticLeg, SemanticSearch
+
+__all__ = ["Pipeline", "RetrieveParams", "SemanticLeg", "TierContext", "TierOutcome"]
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -71,6 +66,8 @@ class TierOutcome:
     phase: int
     decision: Decision
     stats: dict[str, float | int] = field(default_factory=dict)
+    candidates: HybridCandidates | None = None
+    """Phase 3's fused ranking and signals (None for the other tiers)."""
 
 
 class CorpusNotLoaded(RuntimeError):
@@ -135,48 +132,6 @@ def keyword_decision_for(
     return decide(results, ctx.query, thresholds), stats
 
 
-@dataclass
-class SemanticLeg:
-    """What phase 3 needs beyond memory: the model, its query cache, the pool."""
-
-    embedder: Any
-    """`service.ingest.embedder.Embedder` (typed loosely: torch loads lazily)."""
-    cache: QueryEmbeddingCache
-    pool: Callable[[], Any]
-    """The current asyncpg pool, or None while the database is down."""
-    model: Callable[[], Awaitable[str | None]]
-    """The model whose vectors are complete (the old one during a model change)."""
-    timings: dict[str, float] = field(default_factory=dict)
-
-    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> tuple[list[SemanticHit], dict[str, float]]:
-        pool = self.pool()
-        if pool is None:
-            raise ConnectionError("database pool is not available")
-        model = await asyncio.wait_for(self.model(), timeout=flags.timeouts.db_ms / 1000)
-        if model is None:
-            raise LookupError("no embeddings indexed yet")
-        if model != self.embedder.model_name:
-            # Query and passage vectors must come from the same model: while this
-            # replica's model is still being indexed, phase 2 answers instead
-            # (replicas still running the old model keep serving its vectors).
-            raise LookupError(f"embeddings for {self.embedder.model_name} incomplete (complete: {model})")
-        started = time.perf_counter()
-        vector = await embed_query_async(self.embedder, text, self.cache)
-        embedded = time.perf_counter()
-        hits = await asyncio.wait_for(
-            semantic_search(
-                pool, vector, model, self.embedder.dim, top_k, category,
-                ef_search=flags.semantic.ef_search,
-            ),
-            timeout=flags.timeouts.db_ms / 1000,
-        )
-        done = time.perf_counter()
-        return hits, {
-            "embed_ms": round((embedded - started) * 1000, 3),
-            "vector_search_ms": round((done - embedded) * 1000, 3),
-        }
-
-
 class Pipeline:
     """Holds the in-memory indexes and runs one request through the tiers."""
 
@@ -200,7 +155,7 @@ class Pipeline:
         """Runs inside each tier's time budget before the tier itself: the fault
         tests use it to make a phase really wait on the database (pg_sleep)."""
         self.indexes: CorpusIndexes | None = None
-        self.semantic: SemanticLeg | None = None
+        self.semantic: SemanticSearch | None = None
         # Normalises queries while no corpus is loaded (stopwords and synonyms only).
         self.empty_lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=synonyms)
 
@@ -213,20 +168,15 @@ class Pipeline:
         )
         release_free_memory()
 
-    def _require_indexes(self) -> CorpusIndexes:
+    def require_indexes(self) -> CorpusIndexes:
         if self.indexes is None or self.indexes.empty:
             raise CorpusNotLoaded("no corpus loaded: the database has not been reachable yet")
         return self.indexes
 
     def normalise(self, text: str, flags: Flags) -> tuple[NormalizedQuery, list[str]]:
         indexes = self.indexes
-        typo = TypoSettings(
-            min_token_length=flags.typo.min_token_length,
-            max_token_length=flags.typo.max_token_length,
-            similarity_cutoff=flags.typo.similarity_cutoff,
-        )
         lexicon = self.empty_lexicon if indexes is None else indexes.lexicon
-        query, notes = normalize_query(text, lexicon, typo)
+        query, notes = normalize_query(text, lexicon, flags.typo)
         notes.extend(
             f"typo: '{c.original}' → '{c.corrected}' (similarity {c.similarity:g})" for c in query.corrections
         )
@@ -234,14 +184,14 @@ class Pipeline:
 
     # -- tiers ------------------------------------------------------------
     async def phase1(self, ctx: TierContext) -> TierOutcome:
-        indexes = self._require_indexes()
+        indexes = self.require_indexes()
         decision, stats = keyword_decision_for(
             indexes.documents, ctx, ctx.flags.phases.for_phase(1), max_per_doc=None
         )
         return TierOutcome("phase1", 1, decision, stats)
 
     async def phase2(self, ctx: TierContext) -> TierOutcome:
-        indexes = self._require_indexes()
+        indexes = self.require_indexes()
         if not indexes.chunks.units:
             raise CorpusNotLoaded("no chunks in memory")
         decision, stats = keyword_decision_for(
@@ -250,57 +200,34 @@ class Pipeline:
         )
         return TierOutcome("phase2", 2, decision, stats)
 
-    async def phase3(self, ctx: TierContext) -> TierOutcome:
-        """Hybrid: the phase 2 keyword leg fused with pgvector neighbours."""
-        indexes = self._require_indexes()
+    def hybrid(self) -> HybridRetriever:
+        """Phase 3's retrieval over the current corpus (`eval` uses this too)."""
+        indexes = self.require_indexes()
         if self.semantic is None:
             raise LookupError("no embedding model loaded")
+        return HybridRetriever(indexes, self.semantic, self.synonyms)
+
+    async def phase3(self, ctx: TierContext) -> TierOutcome:
+        """Hybrid retrieval (scoring/hybrid.py), then the hybrid decision."""
+        retriever = self.hybrid()
         flags = ctx.flags
-        pool_size = flags.retrieval.candidate_pool
-        text = rewrite_for_embedding(ctx.query.raw, self.synonyms.phrases, self.synonyms.words)
-        # The query embedding runs in its own thread: score the keyword leg and
-        # its decision meanwhile instead of after it.
-        semantic = asyncio.ensure_future(self.semantic.search(text, pool_size, ctx.params.category, flags))
-        try:
-            keyword = indexes.chunks.search(
-                ctx.query.tokens, category=ctx.params.category, limit=pool_size, notes=ctx.notes,
-                lexical=flags.lexical,
+        keyword_decision: list[Decision] = []
+
+        def decide_keyword(keyword: list[Evidence]) -> None:
+            # Runs while the query is being embedded.
+            decision, _ = keyword_decision_for(
+                retriever.indexes.chunks, ctx, flags.phases.for_phase(3),
+                flags.retrieval.max_chunks_per_doc, keyword,
             )
-            thresholds = flags.phases.for_phase(3)
-            keyword_decision, _ = keyword_decision_for(
-                indexes.chunks, ctx, thresholds, flags.retrieval.max_chunks_per_doc, keyword
-            )
-        except BaseException:
-            semantic.cancel()
-            raise
-        hits, timings = await semantic
-        fuse_started = time.perf_counter()
-        query_type = detect_query_type(ctx.query.raw)
-        weights = (
-            getattr(flags.fusion.weights, query_type)
-            if flags.fusion.query_type_weights
-            else flags.fusion.weights.default
+            keyword_decision.append(decision)
+
+        candidates = await retriever.retrieve(
+            ctx.query, flags, category=ctx.params.category, notes=ctx.notes, while_embedding=decide_keyword,
         )
-        fused = fuse_evidence(
-            keyword, hits, method=fusion_method(flags.fusion.method), weights=weights,
-            query_type=query_type, rrf_k=flags.fusion.rrf_k, doc_info=indexes.doc_info,
+        decision = decide_hybrid(
+            candidates.fused, keyword_decision[0], candidates.signal, ctx.query, flags.semantic
         )
-        trimmed = 0
-        if not ctx.query.is_multi_intent:
-            fused, trimmed = dedupe_per_document(fused, flags.retrieval.max_chunks_per_doc)
-        semantic_flags = SemanticThresholds(
-            similarity_floor=flags.semantic.similarity_floor,
-            answer_similarity=flags.semantic.answer_similarity,
-            margin=flags.semantic.margin,
-        )
-        signal = SemanticSignal.of(hits)
-        decision = decide_hybrid(fused, keyword_decision, signal, ctx.query, semantic_flags)
-        timings["fusion_ms"] = round((time.perf_counter() - fuse_started) * 1000, 3)
-        stats: dict[str, float | int] = {
-            **timings, "keyword_candidates": len(keyword), "semantic_candidates": len(hits),
-            "deduplicated": trimmed, "top_similarity": round(signal.top_similarity, 4),
-        }
-        return TierOutcome("phase3", 3, decision, stats)
+        return TierOutcome("phase3", 3, decision, candidates.stats(), candidates)
 
     async def cache(self, ctx: TierContext) -> TierOutcome:
         evidence = self.glossary.answer(ctx.query)

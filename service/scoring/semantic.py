@@ -3,8 +3,12 @@ loop) and cosine top-K through pgvector's HNSW index."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -12,6 +16,7 @@ import numpy.typing as npt
 
 from service.db.pool import HNSW_SESSION_SETTINGS
 from service.domain.types import Base
+from service.flags import Flags
 from service.ingest.model_thread import on_model_thread
 
 # pgvector's HNSW default; higher = better recall, slower (flags.yaml overrides).
@@ -201,3 +206,55 @@ async def embed_query_async(
     if cache is not None:
         cache.put(embedder.model_name, text, vector)
     return vector
+
+
+class SemanticSearch(Protocol):
+    """The semantic leg as phase 3 sees it (tests substitute their own)."""
+
+    async def search(
+        self, text: str, top_k: int, category: str | None, flags: Flags
+    ) -> tuple[list[SemanticHit], dict[str, float]]: ...
+
+
+@dataclass
+class SemanticLeg:
+    """What phase 3 needs beyond memory: the model, its query cache, the pool."""
+
+    embedder: Any
+    """`service.ingest.embedder.Embedder` (typed loosely: torch loads lazily)."""
+    cache: QueryEmbeddingCache
+    pool: Callable[[], Any]
+    """The current asyncpg pool, or None while the database is down."""
+    model: Callable[[], Awaitable[str | None]]
+    """The model whose vectors are complete (the old one during a model change)."""
+    timings: dict[str, float] = field(default_factory=dict)
+
+    async def search(
+        self, text: str, top_k: int, category: str | None, flags: Flags
+    ) -> tuple[list[SemanticHit], dict[str, float]]:
+        pool = self.pool()
+        if pool is None:
+            raise ConnectionError("database pool is not available")
+        model = await asyncio.wait_for(self.model(), timeout=flags.timeouts.db_ms / 1000)
+        if model is None:
+            raise LookupError("no embeddings indexed yet")
+        if model != self.embedder.model_name:
+            # Query and passage vectors must come from the same model: while this
+            # replica's model is still being indexed, phase 2 answers instead
+            # (replicas still running the old model keep serving its vectors).
+            raise LookupError(f"embeddings for {self.embedder.model_name} incomplete (complete: {model})")
+        started = time.perf_counter()
+        vector = await embed_query_async(self.embedder, text, self.cache)
+        embedded = time.perf_counter()
+        hits = await asyncio.wait_for(
+            semantic_search(
+                pool, vector, model, self.embedder.dim, top_k, category,
+                ef_search=flags.semantic.ef_search,
+            ),
+            timeout=flags.timeouts.db_ms / 1000,
+        )
+        done = time.perf_counter()
+        return hits, {
+            "embed_ms": round((embedded - started) * 1000, 3),
+            "vector_search_ms": round((done - embedded) * 1000, 3),
+        }

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from service.normalize.query_type import detect_query_type
 from service.scoring.fusion import (
     FusedScore,
     FusionMethod,
-    detect_query_type,
     fusion_method,
     min_max_normalise,
     reciprocal_rank_fusion,
