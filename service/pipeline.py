@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
-from service.api.schemas import FallbackStep, OptionOut, RetrievalResult, RetrieveResponse, Status
 from service.decide import clarify
 from service.decide.hybrid_policy import decide_hybrid
 from service.decide.policy import MULTI_INTENT_DEPTH, decide, decide_multi_intent
+from service.domain.outcome import MAX_PHASE, FallbackStep, Outcome, Route, Status, Tier
 from service.domain.types import (
     Answer,
     Chunk,
@@ -62,7 +62,7 @@ class RetrieveParams:
 
 @dataclass(frozen=True)
 class TierOutcome:
-    tier: str
+    tier: Tier
     phase: int
     decision: Decision
     stats: dict[str, float | int] = field(default_factory=dict)
@@ -89,14 +89,15 @@ class TierContext:
     top_k: int
 
 
-Tier = Callable[[TierContext], Awaitable[TierOutcome]]
-TierHook = Callable[[str, TierContext], Awaitable[None]]
+TierFn = Callable[[TierContext], Awaitable[TierOutcome]]
+TierHook = Callable[[Tier, TierContext], Awaitable[None]]
+Router = Callable[[Flags], Route]
 
 
 class PhaseRecorder(Protocol):
     """Receives one (phase, latency, error) sample per tier attempt (the kill-switch monitor)."""
 
-    def record(self, tier: str, latency_ms: float, error: bool) -> None: ...
+    def record(self, tier: Tier, latency_ms: float, error: bool) -> None: ...
 
 
 def keyword_decision_for(
@@ -142,11 +143,12 @@ class Pipeline:
         synonyms: Synonyms,
         flags: Callable[[], Flags],
         recorder: PhaseRecorder | None = None,
-        effective_phase: Callable[[Flags], int] | None = None,
+        router: Router | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
         self.flags = flags
-        self.effective_phase = effective_phase
+        self.router = router
+        """The kill switch's `route` (None: the flags alone decide the phase)."""
         self.glossary = glossary
         self.synonyms = synonyms
         self.recorder = recorder
@@ -188,7 +190,7 @@ class Pipeline:
         decision, stats = keyword_decision_for(
             indexes.documents, ctx, ctx.flags.phases.for_phase(1), max_per_doc=None
         )
-        return TierOutcome("phase1", 1, decision, stats)
+        return TierOutcome(Tier.phase1, 1, decision, stats)
 
     async def phase2(self, ctx: TierContext) -> TierOutcome:
         indexes = self.require_indexes()
@@ -198,7 +200,7 @@ class Pipeline:
             indexes.chunks, ctx, ctx.flags.phases.for_phase(2),
             max_per_doc=ctx.flags.retrieval.max_chunks_per_doc,
         )
-        return TierOutcome("phase2", 2, decision, stats)
+        return TierOutcome(Tier.phase2, 2, decision, stats)
 
     def hybrid(self) -> HybridRetriever:
         """Phase 3's retrieval over the current corpus (`eval` uses this too)."""
@@ -227,70 +229,74 @@ class Pipeline:
         decision = decide_hybrid(
             candidates.fused, keyword_decision[0], candidates.signal, ctx.query, flags.semantic
         )
-        return TierOutcome("phase3", 3, decision, candidates.stats(), candidates)
+        return TierOutcome(Tier.phase3, 3, decision, candidates.stats(), candidates)
 
     async def cache(self, ctx: TierContext) -> TierOutcome:
         evidence = self.glossary.answer(ctx.query)
         if evidence is None:
             raise NoCacheEntry("not an explain-type question about a core concept")
-        return TierOutcome("cache", 0, Answer(results=(evidence,), confidence=1.0, reason="tier1_cache"))
+        return TierOutcome(Tier.cache, 0, Answer(results=(evidence,), confidence=1.0, reason="tier1_cache"))
 
-    def tiers(self, phase: int) -> list[tuple[str, Tier]]:
+    def tiers(self, phase: int) -> list[tuple[Tier, TierFn]]:
         """The fallback chain from `phase` down: 3 → 2 → 1 → Tier-1 cache."""
-        chain: list[tuple[str, Tier]] = []
+        chain: list[tuple[Tier, TierFn]] = []
         if phase >= 3:
-            chain.append(("phase3", self.phase3))
+            chain.append((Tier.phase3, self.phase3))
         if phase >= 2:
-            chain.append(("phase2", self.phase2))
-        chain.append(("phase1", self.phase1))
-        chain.append(("cache", self.cache))
+            chain.append((Tier.phase2, self.phase2))
+        chain.append((Tier.phase1, self.phase1))
+        chain.append((Tier.cache, self.cache))
         return chain
 
     # -- request ----------------------------------------------------------
-    async def run_request(self, params: RetrieveParams) -> RetrieveResponse:
+    async def run_request(self, params: RetrieveParams) -> Outcome:
         """Run with the flags in force now (file < env < overrides < kill switch)."""
         flags = self.flags()
-        phase = self.effective_phase(flags) if self.effective_phase else None
-        return await self.run(params, flags, phase)
+        route = self.router(flags) if self.router else None
+        return await self.run(params, flags, route)
 
-    async def run(self, params: RetrieveParams, flags: Flags, effective_phase: int | None = None) -> RetrieveResponse:
-        """Answer one request; never raises because a tier failed."""
+    async def run(self, params: RetrieveParams, flags: Flags, route: Route | None = None) -> Outcome:
+        """Answer one request; never raises because a tier failed.
+
+        `route` is the kill switch's verdict (None: no kill switch, the flags decide).
+        """
         started = time.perf_counter()
         with self._span("retrieve") as root:
-            response, fallbacks, outcome = await self._run(params, flags, effective_phase, started)
+            outcome, kinds = await self._run(params, flags, route, started)
             if root is not None:
-                root.set_attribute("retrieval.status", response.status)
-                root.set_attribute("retrieval.phase", response.phase)
+                root.set_attribute("retrieval.status", outcome.status)
+                root.set_attribute("retrieval.phase", outcome.phase)
         if self.telemetry is not None:
             self.telemetry.observe(
-                phase=response.phase, status=response.status, latency_ms=response.latency_ms,
-                fallbacks=fallbacks, stats=outcome.stats if outcome else {},
+                phase=outcome.phase, status=outcome.status, latency_ms=outcome.latency_ms,
+                fallbacks=kinds, stats=outcome.stats,
             )
-        return response
+        return outcome
 
     async def _run(
-        self, params: RetrieveParams, flags: Flags, effective_phase: int | None, started: float
-    ) -> tuple[RetrieveResponse, list[tuple[str, str]], TierOutcome | None]:
+        self, params: RetrieveParams, flags: Flags, route: Route | None, started: float
+    ) -> tuple[Outcome, list[tuple[Tier, str]]]:
         request_id = uuid.uuid4().hex
-        if not flags.enabled or effective_phase == 0:
-            return _disabled(request_id, started), [], None
-        allowed = effective_phase if effective_phase is not None else flags.phase
-        phase = min(params.phase_cap or allowed, allowed)
+        caller = params.phase_cap or MAX_PHASE
+        phase, skipped = _route(caller, flags, route)
+        if phase == 0:
+            outcome = _generic("disabled", request_id, started, skipped, "disabled")
+            return outcome, [(step.tier, "skipped") for step in skipped]
         with self._span("normalise"):
             query, notes = self.normalise(params.query, flags)
         ctx = TierContext(
             query=query, notes=notes, params=params, flags=flags,
             top_k=params.top_k or flags.retrieval.default_top_k,
         )
-        fallback: list[FallbackStep] = []
-        kinds: list[tuple[str, str]] = []  # (tier, reason kind): bounded labels for metrics
-        outcome: TierOutcome | None = None
+        fallback: list[FallbackStep] = list(skipped)
+        kinds: list[tuple[Tier, str]] = [(step.tier, "skipped") for step in skipped]
+        answered: TierOutcome | None = None
         timeout = flags.timeouts.phase_ms / 1000
         for name, tier in self.tiers(phase):
             tier_started = time.perf_counter()
             with self._span(f"tier.{name}") as span:
                 try:
-                    outcome = await asyncio.wait_for(self._call(name, tier, ctx), timeout=timeout)
+                    answered = await asyncio.wait_for(self._call(name, tier, ctx), timeout=timeout)
                 except TimeoutError:
                     reason, kind = f"timeout after {flags.timeouts.phase_ms} ms", "timeout"
                     self._record(name, tier_started, error=True)
@@ -308,13 +314,13 @@ class Pipeline:
                 if span is not None and self.telemetry is not None:
                     self.telemetry.mark_error(span, kind)
         with self._span("decide") as span:
-            response = _respond(outcome, ctx, fallback, request_id, started)
+            outcome = _outcome(answered, ctx, tuple(fallback), request_id, started)
             if span is not None:
-                span.set_attribute("retrieval.decision", response.status)
-        _log_query(query, response, outcome, self._trace_id())
-        return response, kinds, outcome
+                span.set_attribute("retrieval.decision", outcome.status)
+        _log_query(query, outcome, self._trace_id())
+        return outcome, kinds
 
-    def _call(self, name: str, tier: Tier, ctx: TierContext) -> Awaitable[TierOutcome]:
+    def _call(self, name: Tier, tier: TierFn, ctx: TierContext) -> Awaitable[TierOutcome]:
         hook = self.tier_hook
         if hook is None:
             return tier(ctx)
@@ -340,56 +346,50 @@ class Pipeline:
 
         return self.telemetry.trace_id(trace.get_current_span())
 
-    def _record(self, tier: str, started: float, error: bool) -> None:
-        if self.recorder is not None and tier != "cache":
+    def _record(self, tier: Tier, started: float, error: bool) -> None:
+        if self.recorder is not None and tier is not Tier.cache:
             self.recorder.record(tier, (time.perf_counter() - started) * 1000, error)
 
 
-def _result(evidence: Evidence) -> RetrievalResult:
-    return RetrievalResult(
-        doc_slug=evidence.doc_slug,
-        title=evidence.title,
-        category=evidence.category,
-        snippet=evidence.snippet,
-        score=round(evidence.score, 4),
-        content_hash=evidence.content_hash,
-        matched_terms=list(evidence.matched_terms),
-        source=evidence.source,
-        header_path=evidence.header_path,
-        match_explain=list(evidence.match_explain) or None,
-        chunk_index=evidence.chunk_index,
-        chunk_hash=evidence.chunk_hash,
-    )
+def _route(caller: int, flags: Flags, route: Route | None) -> tuple[int, tuple[FallbackStep, ...]]:
+    """The phase to start from, and a step naming why for every phase skipped below
+    the caller's: the flags (`phase`, `enabled`) or the kill switch (`route.reason`)."""
+    configured = flags.phase if flags.enabled else 0
+    allowed = configured if route is None else min(route.phase, configured)
+    phase = min(caller, allowed)
+    steps: list[FallbackStep] = []
+    for skipped in range(caller, phase, -1):
+        if skipped > configured:
+            why = f"flags: phase {flags.phase}" if flags.enabled else "flags: retrieval disabled"
+        else:
+            why = (route.reason if route is not None else None) or "kill switch"
+        steps.append(FallbackStep(tier=Tier.of_phase(skipped), reason=why))
+    return phase, tuple(steps)
 
 
 def _elapsed_ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-def _disabled(request_id: str, started: float) -> RetrieveResponse:
-    return RetrieveResponse(
-        status="disabled", message=clarify.GENERIC, options=[], results=[], confidence=0.0,
-        phase=0, fallback_path=[], latency_ms=_elapsed_ms(started), request_id=request_id,
-        source_tier="generic",
+def _generic(
+    status: Status, request_id: str, started: float, fallback: tuple[FallbackStep, ...], reason: str
+) -> Outcome:
+    return Outcome(
+        status=status, message=clarify.GENERIC, decision=None, results=(), tier=Tier.generic, phase=0,
+        fallback_path=fallback, request_id=request_id, latency_ms=_elapsed_ms(started), reason=reason,
     )
 
 
-def _respond(
-    outcome: TierOutcome | None,
+def _outcome(
+    answered: TierOutcome | None,
     ctx: TierContext,
-    fallback: list[FallbackStep],
+    fallback: tuple[FallbackStep, ...],
     request_id: str,
     started: float,
-) -> RetrieveResponse:
-    if outcome is None:
-        return RetrieveResponse(
-            status="no_match", message=clarify.GENERIC, options=[], results=[], confidence=0.0,
-            phase=0, fallback_path=fallback, latency_ms=_elapsed_ms(started),
-            request_id=request_id, source_tier="generic",
-        )
-    decision = outcome.decision
-    results = [_result(e) for e in decision.results[: ctx.top_k]]
-    options = [OptionOut(doc_slug=o.doc_slug, title=o.title, category=o.category) for o in decision.options]
+) -> Outcome:
+    if answered is None:
+        return _generic("no_match", request_id, started, fallback, "all_tiers_failed")
+    decision = answered.decision
     status: Status
     match decision:
         case Answer():
@@ -398,44 +398,36 @@ def _respond(
             status = "clarify"
         case NoMatch():
             status = "no_match"
-    return RetrieveResponse(
-        status=status,
-        message=decision.message,
-        options=options,
-        results=results,
-        confidence=decision.confidence,
-        phase=outcome.phase,
-        fallback_path=fallback,
-        latency_ms=_elapsed_ms(started),
-        request_id=request_id,
-        source_tier=outcome.tier,
+    return Outcome(
+        status=status, message=decision.message, decision=decision, results=decision.results[: ctx.top_k],
+        tier=answered.tier, phase=answered.phase, fallback_path=fallback, request_id=request_id,
+        latency_ms=_elapsed_ms(started), stats=answered.stats, reason=decision.reason,
     )
 
 
-def _log_query(
-    query: NormalizedQuery, response: RetrieveResponse, outcome: TierOutcome | None, trace_id: str | None = None
-) -> None:
+def _log_query(query: NormalizedQuery, outcome: Outcome, trace_id: str | None = None) -> None:
     """One structured record per call (seed plan: "Logging per query")."""
     if not log.isEnabledFor(logging.INFO):
         return
     record = {
         "event": "retrieve",
-        "request_id": response.request_id,
+        "request_id": outcome.request_id,
         "trace_id": trace_id,
         "query": query.raw,
         "tokens": list(query.tokens),
+        "query_type": query.query_type,
         "corrections": [msgspec.to_builtins(c) for c in query.corrections],
         "top": [
-            {"slug": r.doc_slug, "chunk": r.chunk_index, "score": r.score, "matched_terms": r.matched_terms}
-            for r in response.results[:3]
+            {"slug": e.doc_slug, "chunk": e.chunk_index, "score": round(e.score, 4), "matched_terms": list(e.matched_terms)}
+            for e in outcome.results[:3]
         ],
-        "confidence": response.confidence,
-        "action": response.status,
-        "reason": outcome.decision.reason if outcome else "all_tiers_failed",
-        "latency_ms": response.latency_ms,
-        "phase": response.phase,
-        "tier": response.source_tier,
-        "fallback": [f"{s.tier}: {s.reason}" for s in response.fallback_path],
-        "stats": outcome.stats if outcome else {},
+        "confidence": outcome.confidence,
+        "action": outcome.status,
+        "reason": outcome.reason,
+        "latency_ms": outcome.latency_ms,
+        "phase": outcome.phase,
+        "tier": outcome.tier.value,
+        "fallback": [f"{s.tier}: {s.reason}" for s in outcome.fallback_path],
+        "stats": outcome.stats,
     }
     log.info(json.dumps(record, ensure_ascii=False))

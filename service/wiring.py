@@ -69,7 +69,7 @@ def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipelin
     else:
         pipeline = Pipeline(
             glossary=glossary, synonyms=synonyms, flags=ops.store.flags,
-            recorder=ops.kill_switch, effective_phase=ops.kill_switch.effective_phase,
+            recorder=ops.kill_switch, router=ops.kill_switch.route,
             telemetry=ops.telemetry,
         )
 

@@ -30,7 +30,7 @@ from litestar.params import FromPath, JSONBody
 
 from service.api.auth import admin_guard
 from service.api.errors import ErrorBody
-from service.api.retrieve import pipeline_of, validate_request
+from service.api.retrieve import pipeline_of, response_of, validate_request
 from service.api.schemas import RetrieveRequest
 from service.domain.types import Base
 from service.golden import GoldenCase, GoldenFileError, load_golden, parse_golden, phases_of
@@ -170,7 +170,7 @@ async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
             params = validate_request(msgspec.convert(body, RetrieveRequest))
         except (msgspec.ValidationError, ValidationException) as err:
             return 400, {"error": str(err)}
-        response = await pipeline.run_request(params)
+        response = response_of(await pipeline.run_request(params))
         payload: dict[str, Any] = msgspec.to_builtins(response)
         return 200, payload
 

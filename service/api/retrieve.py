@@ -11,8 +11,16 @@ from litestar.params import JSONBody
 
 from service.api.body import strict_required
 from service.api.errors import client_errors
-from service.api.schemas import MAX_QUERY_CHARS, RetrieveRequest, RetrieveResponse
-from service.domain.types import CATEGORIES
+from service.api.schemas import (
+    MAX_QUERY_CHARS,
+    FallbackStep,
+    OptionOut,
+    RetrievalResult,
+    RetrieveRequest,
+    RetrieveResponse,
+)
+from service.domain.outcome import Outcome
+from service.domain.types import CATEGORIES, Evidence, Option
 from service.normalize.text import clean
 from service.pipeline import Pipeline, RetrieveParams
 
@@ -33,6 +41,41 @@ def validate_request(data: RetrieveRequest) -> RetrieveParams:
     return RetrieveParams(query=query, phase_cap=data.phase, top_k=data.top_k, category=data.category)
 
 
+def result_of(evidence: Evidence) -> RetrievalResult:
+    return RetrievalResult(
+        doc_slug=evidence.doc_slug,
+        title=evidence.title,
+        category=evidence.category,
+        snippet=evidence.snippet,
+        score=round(evidence.score, 4),
+        content_hash=evidence.content_hash,
+        matched_terms=list(evidence.matched_terms),
+        source=evidence.source,
+        header_path=evidence.header_path,
+        match_explain=list(evidence.match_explain) or None,
+        chunk_index=evidence.chunk_index,
+        chunk_hash=evidence.chunk_hash,
+    )
+
+
+def options_of(options: tuple[Option, ...]) -> list[OptionOut]:
+    return [OptionOut(doc_slug=o.doc_slug, title=o.title, category=o.category) for o in options]
+
+
+def fallback_of(outcome: Outcome) -> list[FallbackStep]:
+    return [FallbackStep(tier=step.tier.value, reason=step.reason) for step in outcome.fallback_path]
+
+
+def response_of(outcome: Outcome) -> RetrieveResponse:
+    """The pipeline's domain outcome → the /retrieve wire response."""
+    return RetrieveResponse(
+        status=outcome.status, message=outcome.message, options=options_of(outcome.options),
+        results=[result_of(e) for e in outcome.results], confidence=outcome.confidence,
+        phase=outcome.phase, fallback_path=fallback_of(outcome), latency_ms=outcome.latency_ms,
+        request_id=outcome.request_id, source_tier=outcome.tier.value,
+    )
+
+
 def pipeline_of(state: State) -> Pipeline:
     pipeline: Pipeline = state[PIPELINE_KEY]
     return pipeline
@@ -45,7 +88,7 @@ async def retrieve(
 ) -> RetrieveResponse:
     params = validate_request(await strict_required(request, RetrieveRequest))
     pipeline = pipeline_of(state)
-    return await pipeline.run_request(params)
+    return response_of(await pipeline.run_request(params))
 
 
 ROUTES: list[object] = [retrieve]

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from service.domain.outcome import Route, Tier
 from service.flags import Flags, KillSwitchFlags
 
 log = logging.getLogger("service.killswitch")
@@ -46,7 +47,7 @@ Clock = Callable[[], float]
 State = Literal["closed", "tripped", "half_open", "manual"]
 EventKind = Literal["trip", "half_open", "recover", "probe_failed", "manual_kill", "reset"]
 
-PHASE_TIERS = {"phase1": 1, "phase2": 2, "phase3": 3}
+PHASE_TIERS = {Tier.phase1: 1, Tier.phase2: 2, Tier.phase3: 3}
 MAX_EVENTS = 50
 
 
@@ -112,6 +113,16 @@ class RollingWindow:
         )
 
 
+def _figure(breach: Breach, cfg: KillSwitchFlags, phase: int) -> str:
+    """The window figure that tripped, e.g. `p95 612 ms > 500 ms over 300 s (phase 3)`."""
+    stats = breach.stats
+    if breach.kind == "error_rate":
+        figure = f"error rate {stats.error_rate:.1%} > {cfg.error_rate:.1%}"
+    else:
+        figure = f"p95 {stats.p95_ms:g} ms > {cfg.p95_ms:g} ms"
+    return f"{figure} over {cfg.window_s:g} s (phase {phase}, {stats.samples} samples)"
+
+
 def _nearest_rank(ordered: list[float], q: float) -> float:
     """Nearest-rank percentile of an ascending list (the definition the trigger uses)."""
     return ordered[max(1, math.ceil(q * len(ordered))) - 1]
@@ -164,6 +175,8 @@ class KillSwitch:
         self.drops = 0
         """p95 drops since the switch was last closed (a second breach disables)."""
         self.tripped_at: float | None = None
+        self.trip_reason: str | None = None
+        """Why the ceiling is in force, with the figure that tripped it (for `fallback_path`)."""
         self.events: deque[KillSwitchEvent] = deque(maxlen=MAX_EVENTS)
         self._probe_credit = 0.0
 
@@ -200,8 +213,15 @@ class KillSwitch:
                 return flags.phase
         return min(ceiling, flags.phase)
 
+    def route(self, flags: Flags) -> Route:
+        """`effective_phase` plus, when it is below the configured phase, why."""
+        phase = self.effective_phase(flags)
+        if phase >= flags.phase or not flags.enabled:
+            return Route(phase=phase)
+        return Route(phase=phase, reason=f"kill switch: {self.trip_reason or self.state}")
+
     # -- samples ------------------------------------------------------------
-    def record(self, tier: str, latency_ms: float, error: bool) -> None:
+    def record(self, tier: Tier, latency_ms: float, error: bool) -> None:
         """One tier attempt: its latency and whether it failed (timeout, DB, exception)."""
         phase = PHASE_TIERS.get(tier)
         if phase is None:
@@ -265,6 +285,8 @@ class KillSwitch:
     def _trip(self, ceiling: int, phase: int, reason: str, trigger: str, breach: Breach) -> None:
         self.ceiling = ceiling if self.ceiling is None else min(ceiling, self.ceiling)
         self.tripped_at = self.clock()
+        self.trip_reason = _figure(breach, self.settings(), phase) + (
+            " after dropping a phase" if trigger == "p95_still_breached" else "")
         self.half_open = False
         self._clear_windows()
         self._emit("trip", phase, reason, trigger, breach.stats)
@@ -272,6 +294,7 @@ class KillSwitch:
     def _reopen(self, phase: int, breach: Breach) -> None:
         self.half_open = False
         self.tripped_at = self.clock()
+        self.trip_reason = f"probe of phase {phase} failed: {_figure(breach, self.settings(), phase)}"
         self._clear_windows()
         self._emit("probe_failed", phase, f"probe breached ({breach.kind}); cool-down restarts",
                    "probe_breached", breach.stats)
@@ -281,6 +304,7 @@ class KillSwitch:
         self.half_open = False
         self.drops = 0
         self.tripped_at = None
+        self.trip_reason = None
         stats = self.windows[phase].stats() if phase is not None else None
         self._clear_windows()
         self._emit("recover", phase, reason, trigger, stats)
@@ -291,6 +315,7 @@ class KillSwitch:
         self.ceiling = 0
         self.half_open = False
         self.tripped_at = self.clock()
+        self.trip_reason = f"manual kill ({reason})"
         return self._emit("manual_kill", None, reason, "manual", None)
 
     def reset(self, reason: str = "manual reset") -> KillSwitchEvent:
@@ -300,6 +325,7 @@ class KillSwitch:
         self.half_open = False
         self.drops = 0
         self.tripped_at = None
+        self.trip_reason = None
         self._clear_windows()
         return self._emit("reset", None, reason, "manual", None)
 

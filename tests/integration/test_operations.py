@@ -263,7 +263,9 @@ async def test_slow_database_drops_a_phase_then_disables_then_recovers(
         phases = [(await retrieve(client, QUERIES[i % len(QUERIES)])).phase for i in range(6)]
         assert phases == [3] * 6  # slow but answered
         dropped = await retrieve(client)
-        assert dropped.phase == 2 and dropped.fallback_path == []  # phase 3 taken out of the path
+        assert dropped.phase == 2  # phase 3 taken out of the path, and the path says why
+        assert [s.tier for s in dropped.fallback_path] == ["phase3"]
+        assert dropped.fallback_path[0].reason.startswith("kill switch: p95 ")
         assert (await admin_flags(client))["kill_switch"]["ceiling"] == 2
         for _ in range(4):
             assert (await retrieve(client)).phase == 2
