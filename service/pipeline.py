@@ -255,18 +255,22 @@ class Pipeline:
         route = self.router(flags) if self.router else None
         return await self.run(params, flags, route)
 
-    async def run(self, params: RetrieveParams, flags: Flags, route: Route | None = None) -> Outcome:
+    async def run(
+        self, params: RetrieveParams, flags: Flags, route: Route | None = None, *, observe: bool = True
+    ) -> Outcome:
         """Answer one request; never raises because a tier failed.
 
         `route` is the kill switch's verdict (None: no kill switch, the flags decide).
+        `observe=False` (the golden replay) leaves no trace: no kill-switch samples,
+        metrics or query log, so a replay can neither trip nor heal the switch.
         """
         started = time.perf_counter()
         with self._span("retrieve") as root:
-            outcome, kinds = await self._run(params, flags, route, started)
+            outcome, kinds = await self._run(params, flags, route, started, observe)
             if root is not None:
                 root.set_attribute("retrieval.status", outcome.status)
                 root.set_attribute("retrieval.phase", outcome.phase)
-        if self.telemetry is not None:
+        if self.telemetry is not None and observe:
             self.telemetry.observe(
                 phase=outcome.phase, status=outcome.status, latency_ms=outcome.latency_ms,
                 fallbacks=kinds, stats=outcome.stats,
@@ -274,7 +278,7 @@ class Pipeline:
         return outcome
 
     async def _run(
-        self, params: RetrieveParams, flags: Flags, route: Route | None, started: float
+        self, params: RetrieveParams, flags: Flags, route: Route | None, started: float, observe: bool
     ) -> tuple[Outcome, list[tuple[Tier, str]]]:
         request_id = uuid.uuid4().hex
         caller = params.phase_cap or MAX_PHASE
@@ -299,15 +303,15 @@ class Pipeline:
                     answered = await asyncio.wait_for(self._call(name, tier, ctx), timeout=timeout)
                 except TimeoutError:
                     reason, kind = f"timeout after {flags.timeouts.phase_ms} ms", "timeout"
-                    self._record(name, tier_started, error=True)
+                    self._record(name, tier_started, error=True, observe=observe)
                 except NoCacheEntry as exc:
                     reason, kind = str(exc), "no_cache_entry"
                 except Exception as exc:  # a failing tier is passed over, never surfaced
                     log.warning("tier %s failed: %s", name, exc, exc_info=not isinstance(exc, CorpusNotLoaded))
                     reason, kind = f"{type(exc).__name__}: {exc}", type(exc).__name__
-                    self._record(name, tier_started, error=True)
+                    self._record(name, tier_started, error=True, observe=observe)
                 else:
-                    self._record(name, tier_started, error=False)
+                    self._record(name, tier_started, error=False, observe=observe)
                     break
                 fallback.append(FallbackStep(tier=name, reason=reason))
                 kinds.append((name, kind))
@@ -317,7 +321,8 @@ class Pipeline:
             outcome = _outcome(answered, ctx, tuple(fallback), request_id, started)
             if span is not None:
                 span.set_attribute("retrieval.decision", outcome.status)
-        _log_query(query, outcome, self._trace_id())
+        if observe:
+            _log_query(query, outcome, self._trace_id())
         return outcome, kinds
 
     def _call(self, name: Tier, tier: TierFn, ctx: TierContext) -> Awaitable[TierOutcome]:
@@ -346,8 +351,8 @@ class Pipeline:
 
         return self.telemetry.trace_id(trace.get_current_span())
 
-    def _record(self, tier: Tier, started: float, error: bool) -> None:
-        if self.recorder is not None and tier is not Tier.cache:
+    def _record(self, tier: Tier, started: float, error: bool, observe: bool) -> None:
+        if self.recorder is not None and observe and tier is not Tier.cache:
             self.recorder.record(tier, (time.perf_counter() - started) * 1000, error)
 
 

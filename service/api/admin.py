@@ -11,7 +11,6 @@ from service.api.auth import admin_guard
 from service.api.errors import ErrorBody
 from service.ingest.markdown import SeedError
 from service.ingest.seeder import SeedReport
-from service.lifespan import seed_and_reload
 from service.state import get_state
 
 _ERRORS = {
@@ -29,7 +28,7 @@ async def admin_seed(state: State) -> SeedReport:
     if st.pool is None:
         raise ServiceUnavailableException("the database is not ready yet")
     try:
-        return await seed_and_reload(st)
+        return await st.reseed()
     except SeedError as err:
         raise ClientException(
             status_code=422,

@@ -7,9 +7,12 @@
   third-party requests, so the admin token typed into the page cannot leak.
 - `GET /admin/replay/files`: the golden files the server can replay (by name).
 - `POST /admin/replay` (admin token): run a golden file (`{"file": "navigation"}`,
-  a name under `tests/golden/`, never a path) or posted YAML (`{"yaml": "..."}`,
-  at most 64 KiB) in-process through the app's own pipeline, with the same checks
-  as `python -m service replay`, and return pass/fail per case with the reason.
+  a name under GOLDEN_DIR (default `tests/golden/`), never a path) or posted YAML
+  (`{"yaml": "..."}`, at most 64 KiB) in-process through the app's own pipeline,
+  with the same checks as `python -m service replay`, and return pass/fail per
+  case with the reason. Each case runs at the phase it names, whatever the kill
+  switch and the phase/enabled flags say (`note` in the report says so), and
+  leaves no kill-switch samples, metrics or query-log lines behind.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import re
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Response, get, post
@@ -34,10 +37,9 @@ from service.api.retrieve import pipeline_of, response_of, validate_request
 from service.api.schemas import RetrieveRequest
 from service.domain.types import Base
 from service.golden import GoldenCase, GoldenFileError, load_golden, parse_golden, phases_of
-from service.replay import replay_cases
-from service.settings import PROJECT_ROOT
+from service.replay import IN_PROCESS_NOTE, Summary, replay_cases
+from service.state import get_state
 
-GOLDEN_DIR = PROJECT_ROOT / "tests" / "golden"
 MAX_YAML_BYTES = 64 * 1024
 MAX_REPLAY_RUNS = 1000
 """Case × phase runs in one replay: bounds the work one request can ask for."""
@@ -80,7 +82,7 @@ async def console_asset(name: FromPath[str]) -> Response[bytes]:
 
 # -- golden replay ------------------------------------------------------------
 class ReplayRequest(Base, frozen=True):
-    """Exactly one of `file` (a name under tests/golden/) or `yaml` (the file's text)."""
+    """Exactly one of `file` (a name under GOLDEN_DIR, default tests/golden/) or `yaml` (the file's text)."""
 
     file: Annotated[str, msgspec.Meta(max_length=64)] | None = None
     yaml: Annotated[str, msgspec.Meta(max_length=MAX_YAML_BYTES)] | None = None
@@ -93,6 +95,8 @@ class ReplayCase(Base, frozen=True):
     query: str
     passed: bool
     failures: list[str]
+    verdict: Literal["pass", "fail", "kill switch active", "capped by flags"] = "pass"
+    detail: str = ""
 
 
 class ReplayReport(Base, frozen=True):
@@ -101,6 +105,10 @@ class ReplayReport(Base, frozen=True):
     failed: int
     duration_ms: float
     results: list[ReplayCase]
+    skipped: int = 0
+    """Runs answered below their phase by the kill switch or the flags (never in-process)."""
+    note: str = ""
+    """How the cases were evaluated."""
 
 
 class GoldenFiles(Base, frozen=True):
@@ -116,13 +124,13 @@ _ERRORS = {
 }
 
 
-def golden_files(directory: Path = GOLDEN_DIR) -> list[str]:
+def golden_files(directory: Path) -> list[str]:
     if not directory.is_dir():
         return []
     return sorted(p.stem for p in directory.glob("*.yaml") if _FILE_NAME.match(p.stem))
 
 
-def _cases_of(data: ReplayRequest, directory: Path = GOLDEN_DIR) -> tuple[str, list[GoldenCase]]:
+def _cases_of(data: ReplayRequest, directory: Path) -> tuple[str, list[GoldenCase]]:
     if (data.file is None) == (data.yaml is None):
         raise ValidationException("give exactly one of 'file' (a golden file name) or 'yaml'")
     try:
@@ -135,7 +143,7 @@ def _cases_of(data: ReplayRequest, directory: Path = GOLDEN_DIR) -> tuple[str, l
             raise NotFoundException(
                 f"no golden file {data.file!r}; available: {', '.join(golden_files(directory)) or 'none'}"
             )
-        return f"tests/golden/{name}.yaml", load_golden(directory / f"{name}.yaml")
+        return f"{name}.yaml", load_golden(directory / f"{name}.yaml")
     except GoldenFileError as err:
         raise ValidationException(f"golden file rejected: {err}") from err
 
@@ -150,28 +158,31 @@ def _lock(state: State) -> asyncio.Lock:
 
 @get("/admin/replay/files", guards=[admin_guard], responses=_ERRORS,
      summary="Golden files the server can replay")
-async def replay_files() -> GoldenFiles:
-    return GoldenFiles(files=golden_files())
+async def replay_files(state: State) -> GoldenFiles:
+    return GoldenFiles(files=golden_files(get_state(state).settings.golden_dir))
 
 
 @post("/admin/replay", guards=[admin_guard], status_code=200, responses=_ERRORS,
       request_max_body_size=2 * MAX_YAML_BYTES,
       summary="Replay a golden file in-process through this service's pipeline")
 async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
-    source, cases = _cases_of(data)
+    source, cases = _cases_of(data, get_state(state).settings.golden_dir)
     runs = sum(len(phases_of(case, data.phase)) for case in cases)
     if runs > MAX_REPLAY_RUNS:
         raise ValidationException(f"{runs} case runs; a replay is limited to {MAX_REPLAY_RUNS}")
     pipeline = pipeline_of(state)
+    flags = pipeline.flags()
 
     async def post_retrieve(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """The same validation and pipeline as POST /retrieve, without the HTTP hop."""
+        """The same validation and pipeline as POST /retrieve, at the case's phase:
+        no kill switch, flags `phase` and `enabled` set for the case."""
         try:
             params = validate_request(msgspec.convert(body, RetrieveRequest))
         except (msgspec.ValidationError, ValidationException) as err:
             return 400, {"error": str(err)}
-        response = response_of(await pipeline.run_request(params))
-        payload: dict[str, Any] = msgspec.to_builtins(response)
+        at_phase = msgspec.structs.replace(flags, enabled=True, phase=params.phase_cap or flags.phase)
+        outcome = await pipeline.run(params, at_phase, observe=False)
+        payload: dict[str, Any] = msgspec.to_builtins(response_of(outcome))
         return 200, payload
 
     lock = _lock(state)
@@ -182,10 +193,11 @@ async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
         results = await replay_cases(cases, post_retrieve, data.phase)
         elapsed = (time.perf_counter() - started) * 1000
     out = [ReplayCase(id=r.case_id, phase=r.phase, query=r.query, passed=r.passed,
-                      failures=r.failures) for r in results]
-    passed = sum(r.passed for r in out)
-    return ReplayReport(source=source, passed=passed, failed=len(out) - passed,
-                        duration_ms=round(elapsed, 1), results=out)
+                      failures=r.failures, verdict=r.verdict, detail=r.detail) for r in results]
+    summary = Summary(results)
+    return ReplayReport(source=source, passed=summary.passed, failed=summary.failed,
+                        duration_ms=round(elapsed, 1), results=out, skipped=summary.skipped,
+                        note=IN_PROCESS_NOTE)
 
 
 ROUTES = [console_page, console_asset, replay_files, replay]

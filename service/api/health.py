@@ -12,7 +12,6 @@ from service.db import repo
 from service.db.pool import describe_error
 from service.domain.types import Base
 from service.state import get_state
-from service.wiring import SEMANTIC_KEY, SemanticStatus
 
 READY_QUERY_TIMEOUT_S = 2.0
 
@@ -53,13 +52,13 @@ def health() -> Health:
 )
 async def ready(state: State) -> Response[Ready | NotReady]:
     st = get_state(state)
-    semantic: SemanticStatus = state[SEMANTIC_KEY]
     if st.not_ready_reason is not None or st.pool is None:
         return _not_ready(st.not_ready_reason or "database pool is not open")
     try:
         counts = await asyncio.wait_for(repo.corpus_counts(st.pool), READY_QUERY_TIMEOUT_S)
     except Exception as err:  # any failure here means "cannot serve", not a crash
         return _not_ready(f"database unreachable: {describe_error(err)}")
+    semantic = st.semantic
     if counts.migration_version < st.expected_migration:
         return _not_ready(
             f"migrations behind: database at {counts.migration_version},"
@@ -70,9 +69,9 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             ready=True, documents=counts.documents, chunks=counts.chunks,
             migrations=counts.migration_version, corpus_version=st.corpus.version,
             last_seed_error=st.last_seed_error,
-            semantic_ready=semantic.serving_model is not None and not semantic.indexing,
-            embedding_model=semantic.serving_model,
-            semantic_error=semantic.error,
+            semantic_ready=semantic is not None and semantic.serving_model is not None and not semantic.indexing,
+            embedding_model=semantic.serving_model if semantic else None,
+            semantic_error=semantic.error if semantic else None,
         ),
         status_code=200,
     )

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from service.db.pool import HNSW_SESSION_SETTINGS
+from service.db.vectors import vector_literal
 from service.domain.types import Base
 from service.flags import Flags
 from service.ingest.model_thread import on_model_thread
@@ -51,12 +52,6 @@ class SemanticHit(Base, frozen=True):
     keywords: tuple[str, ...]
     chunk_hash: str
     similarity: float
-
-
-def vector_literal(vector: npt.NDArray[np.float32] | list[float]) -> str:
-    """pgvector's text form. Sent as text and cast in SQL, so the queries work
-    whether or not the pool registered pgvector's binary codec."""
-    return "[" + ",".join(f"{float(x):.8g}" for x in np.asarray(vector).ravel()) + "]"
 
 
 def semantic_sql(dim: int, with_category: bool) -> str:
