@@ -31,6 +31,7 @@ from service.context.types import (
     Section,
     UiState,
     WidgetState,
+    budget_of,
 )
 from service.domain.types import Base
 from service.ingest.tokens import get_token_counter, model_name_for
@@ -138,7 +139,7 @@ async def context(
     params = validate_request(RetrieveRequest(query=data.query))
     overrides = msgspec.structs.asdict(data.budget) if data.budget else None
     pipeline = pipeline_of(state)
-    budget = Budget.from_flags(pipeline.flags().context, overrides)
+    budget = budget_of(pipeline.flags().context, overrides)
     outcome = await pipeline.run_request(params)
     ui, widgets, messages = _inputs(data)
     inputs = ContextInputs(

@@ -114,12 +114,12 @@ class Option(Base, frozen=True):
 
 
 class Thresholds(Base, frozen=True):
-    """Decision thresholds of one phase (seed plan defaults)."""
+    """Decision thresholds of one phase (values: the flags' `phases.<phase>`)."""
 
-    min_score: float = 3.0
-    min_conf: float = 0.3
-    min_gap: float = 2.0
-    min_matched_terms: int = 2
+    min_score: float
+    min_conf: float
+    min_gap: float
+    min_matched_terms: int
 
 
 class Answer(Base, frozen=True, tag="answer"):

@@ -7,7 +7,7 @@ Sources:
   default weight is 0.3 keyword + 0.7 embedding.
 - Reciprocal rank fusion: Cormack, Clarke, Büttcher, "Reciprocal Rank Fusion
   outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009.
-  k = 60 is the paper's constant: it damps the advantage of the very first
+  k = 60 is the paper's constant (flag `fusion.rrf_k`): it damps the advantage of the very first
   ranks so one leg's top hit cannot outvote agreement lower down (Haystack's
   `_reciprocal_rank_fusion` uses the same k).
 """
@@ -22,7 +22,6 @@ from service.domain.types import Base
 
 K = TypeVar("K", bound=Hashable)
 
-RRF_K = 60
 
 class FusedScore(Base, frozen=True):
     """Both legs of one candidate, as `match_explain` reports them."""
@@ -96,7 +95,7 @@ def weighted_sum_fusion(
     return {keys[i]: fused[keys[i]] for i in order}
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int = RRF_K) -> dict[K, float]:
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int) -> dict[K, float]:
     """RRF(d) = sum over rankings of 1 / (k + rank(d)), rank starting at 1.
 
     Ordered best first; ties keep first-appearance order (deterministic).

@@ -20,8 +20,6 @@ from service.domain.types import Base
 from service.flags import Flags
 from service.ingest.model_thread import on_model_thread
 
-# pgvector's HNSW default; higher = better recall, slower (flags.yaml overrides).
-DEFAULT_EF_SEARCH = 64
 # Dimensions that have a partial HNSW index (migration 003). The dimension is
 # written into the SQL as a literal (a type modifier cannot be a parameter, and
 # the partial-index predicate must be provable at plan time), so it is checked
@@ -86,7 +84,7 @@ async def semantic_search(
     top_k: int,
     category: str | None = None,
     *,
-    ef_search: int = DEFAULT_EF_SEARCH,
+    ef_search: int | None = None,
     iterative_scan: bool = True,
 ) -> list[SemanticHit]:
     """Cosine top-K chunks for `model` (vectors of other models are ignored).
@@ -107,7 +105,9 @@ async def semantic_search(
         args.append(category)
     args.append(top_k)
     sql = semantic_sql(dim, bool(category))
-    ef = max(ef_search, top_k)  # ef_search must be >= top_k or HNSW returns fewer rows
+    # ef_search (flag `semantic.ef_search`; None: the pool's session value) must be
+    # >= top_k or HNSW returns fewer rows.
+    ef = max(POOL_EF_SEARCH if ef_search is None else ef_search, top_k)
     if ef == POOL_EF_SEARCH and iterative_scan:
         # The pool's session settings already say this: one round trip.
         rows = await pool.fetch(sql, *args)
@@ -144,7 +144,7 @@ class QueryEmbeddingCache:
     corrupt a cached entry.
     """
 
-    def __init__(self, max_size: int = 1024) -> None:
+    def __init__(self, max_size: int) -> None:
         if max_size < 0:
             raise ValueError("max_size must be >= 0")
         self.max_size = max_size

@@ -47,7 +47,7 @@ def _leg(cls: type[SemanticLeg]) -> SemanticLeg:
     async def model() -> str:
         return "m"
 
-    return cls(embedder=None, cache=QueryEmbeddingCache(), pool=lambda: object(), model=model)
+    return cls(embedder=None, cache=QueryEmbeddingCache(16), pool=lambda: object(), model=model)
 
 
 async def test_failing_phase_three_falls_back_to_phase_two_in_the_same_request() -> None:
