@@ -36,7 +36,8 @@ from service.evaluation.command import say
 from service.flags import Flags, load_flags
 from service.settings import PROJECT_ROOT, Settings
 
-GOLDEN = PROJECT_ROOT / "tests" / "golden" / "navigation.yaml"
+GOLDEN_FILE = "navigation.yaml"
+"""Under GOLDEN_DIR (settings.golden_dir)."""
 
 
 def pct(values: list[float], q: float) -> float:
@@ -50,8 +51,9 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def golden_queries() -> list[str]:
     from service.golden import load_golden
+    from service.settings import load_settings
 
-    return [c.query for c in load_golden(GOLDEN)]
+    return [c.query for c in load_golden(load_settings().golden_dir / GOLDEN_FILE)]
 
 
 async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: Any, cache_size: int) -> Any:
