@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from service.db.server import run_with_database
+from service.extras import missing_extra
 from service.settings import Settings, SettingsError, load_settings
 
 SubParsers = Any  # argparse._SubParsersAction is private; keep the alias loose
@@ -127,6 +128,8 @@ def _add_seed(sub: SubParsers) -> None:
                        "so the database matches the seed files. Prints the counts as JSON.")
     p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
     p.add_argument("--seeds-dir", type=Path, help="seed files (env SEEDS_DIR)")
+    p.add_argument("--embed", action="store_true",
+                   help="then embed chunks lacking a vector (on EMBEDDING_REMOTE_URL if set)")
     p.set_defaults(handler=_seed)
 
 
@@ -135,12 +138,14 @@ def _seed(args: argparse.Namespace, settings: Settings) -> int:
 
     from service.db.migrate import migrate_up
     from service.db.pool import connect_with_retry, create_pool, ensure_vector_available
+    from service.embedding.remote import RemoteEmbeddingError
     from service.flags import load_flags
     from service.ingest.markdown import SeedError
-    from service.ingest.seeder import default_chunker, seed
+    from service.ingest.seeder import SeedOptions, default_chunker, seed
 
     settings = settings.with_overrides(data_dir=args.data_dir, seeds_dir=args.seeds_dir)
-    chunker = default_chunker(load_flags(settings.flags_file).chunking.max_tokens)
+    flags = load_flags(settings.flags_file)
+    chunker = default_chunker(flags.chunking.max_tokens)
 
     async def run(dsn: str) -> int:
         conn = await connect_with_retry(dsn, timeout_total=CLI_CONNECT_TIMEOUT_S)
@@ -151,13 +156,19 @@ def _seed(args: argparse.Namespace, settings: Settings) -> int:
             await conn.close()
         pool = await create_pool(dsn, max_size=2)
         try:
-            report = await seed(pool, settings.seeds_dir, chunker)
-        except (SeedError, FileNotFoundError) as err:
+            report = await seed(pool, settings.seeds_dir, chunker, SeedOptions.from_flags(flags))
+            print(json.dumps(msgspec.to_builtins(report), indent=2))
+            if args.embed:
+                from service.embedding.indexing import embed_corpus
+
+                indexed = await embed_corpus(pool, settings, flags)
+                print(json.dumps(msgspec.to_builtins(indexed), indent=2))
+        except (SeedError, FileNotFoundError, RemoteEmbeddingError) as err:
+            # RemoteEmbeddingError: probe mismatch, bad configuration, a server that keeps failing
             print(f"error: {err}", file=sys.stderr)
             return 1
         finally:
             await pool.close()
-        print(json.dumps(msgspec.to_builtins(report), indent=2))
         return 0
 
     return run_with_database(settings, run)
@@ -215,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
+        return 2
+    if (problem := missing_extra(args.command)) is not None:
+        print(problem, file=sys.stderr)
         return 2
     try:
         settings = load_settings()

@@ -82,6 +82,7 @@ class FlagStore:
         """Server pid of the LISTEN connection (diagnostics and tests)."""
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._retry = asyncio.Event()
         self._dirty = False
 
     # -- the request path -----------------------------------------------------
@@ -92,29 +93,35 @@ class FlagStore:
     def validate(self, changes: Mapping[str, Any]) -> dict[str, Any]:
         """Check each change against the schema; the FlagError names the field.
 
-        Returns the changes with values as the schema normalised them
-        (e.g. ``"2"`` → ``2``), which is what gets stored.
+        Types are strict (``"2"`` is not a phase); returns the changes as the
+        schema read them, which is what gets stored.
         """
         if not changes:
             raise FlagError("no flag given: send {\"name\": ..., \"value\": ...} or a map")
-        flags = apply_overrides(self.base, self.overrides, "override")
-        for name, value in changes.items():
+        for name in changes:
             if name not in self.keys:
                 raise FlagError(f"unknown flag `{name}`")
-            flags = apply_overrides(flags, {name: value}, "override")
+        # All at once, over the overrides in force: the result must be a
+        # consistent whole (e.g. default_top_k 20 needs max_top_k >= 20 too).
+        flags = apply_overrides(self.base, {**self.overrides, **changes}, "override")
         return {name: get_value(flags, name) for name in changes}
 
     def _apply(self, stored: Mapping[str, Any]) -> None:
         accepted: dict[str, Any] = {}
         rejected: dict[str, str] = {}
-        flags = self.base
-        for name in sorted(stored):
-            try:
-                flags = apply_overrides(flags, {name: stored[name]}, f"stored override `{name}`")
-            except FlagError as err:
-                rejected[name] = str(err)
-                continue
-            accepted[name] = stored[name]
+        try:  # the usual case: the stored set is consistent as a whole
+            flags = apply_overrides(self.base, stored, "stored overrides")
+            accepted = dict(stored)
+        except FlagError:
+            # Keep what fits, one at a time, and report the rest.
+            flags = self.base
+            for name in sorted(stored):
+                try:
+                    flags = apply_overrides(flags, {name: stored[name]}, f"stored override `{name}`")
+                except FlagError as err:
+                    rejected[name] = str(err)
+                    continue
+                accepted[name] = stored[name]
         for name, reason in rejected.items():
             if self.rejected.get(name) != reason:
                 log.error("ignoring stored flag override: %s", reason)
@@ -212,6 +219,11 @@ class FlagStore:
             if not done:
                 log.error("flag listener did not stop within %.0f s", STOP_TIMEOUT_S)
 
+    def resubscribe(self) -> None:
+        """The database is back (e.g. restarted): reconnect now, not after the back-off."""
+        self._retry.set()
+        self._wake.set()
+
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
         self._dirty = True
         self._wake.set()
@@ -246,7 +258,10 @@ class FlagStore:
                 self.listener_connected = False
                 if conn is not None:
                     conn.terminate()
-            await asyncio.sleep(delay)
+            self._retry.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._retry.wait()
             delay = min(delay * 2, BACKOFF_MAX_S)
 
     async def _serve(self, conn: Any) -> None:

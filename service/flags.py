@@ -7,10 +7,12 @@ path named (e.g. ``phases.keyword.min_gap``).
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 import yaml
@@ -23,22 +25,56 @@ NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
 Weight = Annotated[float, msgspec.Meta(ge=0, le=1)]
 
+MAX_TOP_K_LIMIT = 100
+"""Hard ceiling of `retrieval.max_top_k` (a response of more pages is no navigation)."""
+
 
 class _Flags(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Base for flag groups: every key must be known."""
+    """Base for flag groups: every key must be known.
+
+    Checks that involve two keys live in each group's `__post_init__` (msgspec
+    runs it on every decode, so flags.yaml, the environment and runtime
+    overrides all pass through them); `_key` is the group's dotted prefix, so
+    a message names both keys in full.
+    """
+
+    _key: ClassVar[str] = ""
+
+    def _name(self, leaf: str) -> str:
+        return f"`{self._key}.{leaf}`" if self._key else f"`{leaf}`"
+
+    def _require(self, ok: bool, low: str, high: str, relation: str = "<=") -> None:
+        """Raise unless `low` relation `high` holds; the message names both keys."""
+        if not ok:
+            raise ValueError(
+                f"{self._name(low)} ({getattr(self, low)}) must be {relation} "
+                f"{self._name(high)} ({getattr(self, high)})"
+            )
 
 
 class RetrievalFlags(_Flags, frozen=True):
-    default_top_k: Annotated[int, msgspec.Meta(ge=1, le=10)] = 3
-    max_top_k: Annotated[int, msgspec.Meta(ge=1, le=10)] = 10
+    _key: ClassVar[str] = "retrieval"
+    default_top_k: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K_LIMIT)] = 3
+    max_top_k: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K_LIMIT)] = 10
+    """The largest `top_k` a request may ask for (the API schema publishes it)."""
     max_chunks_per_doc: PositiveInt = 2
     candidate_pool: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
 
+    def __post_init__(self) -> None:
+        self._require(self.default_top_k <= self.max_top_k, "default_top_k", "max_top_k")
+        # Each leg hands fusion `candidate_pool` candidates: more results cannot exist.
+        self._require(self.max_top_k <= self.candidate_pool, "max_top_k", "candidate_pool")
+
 
 class TypoFlags(_Flags, frozen=True):
+    _key: ClassVar[str] = "typo"
     min_token_length: Annotated[int, msgspec.Meta(ge=1, le=20)] = 4
     max_token_length: Annotated[int, msgspec.Meta(ge=4, le=100)] = 32
     similarity_cutoff: Annotated[float, msgspec.Meta(ge=50, le=100)] = 88.0
+
+    def __post_init__(self) -> None:
+        self._require(self.min_token_length <= self.max_token_length,
+                      "min_token_length", "max_token_length")
 
 
 class ThresholdFlags(_Flags, frozen=True):
@@ -66,10 +102,18 @@ class PhaseThresholds(_Flags, frozen=True):
 
 
 class SemanticFlags(_Flags, frozen=True):
+    _key: ClassVar[str] = "semantic"
     similarity_floor: Fraction = 0.35
     answer_similarity: Fraction = 0.55
     margin: Fraction = 0.04
     ef_search: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 64
+
+    def __post_init__(self) -> None:
+        # Below the floor a neighbour is no evidence, so an answer threshold under
+        # it could never be met by evidence.
+        self._require(self.similarity_floor <= self.answer_similarity,
+                      "similarity_floor", "answer_similarity")
+        self._require(self.margin < self.answer_similarity, "margin", "answer_similarity", "<")
 
 
 class FusionWeights(_Flags, frozen=True):
@@ -80,10 +124,21 @@ class FusionWeights(_Flags, frozen=True):
     Cranfield against the issue's 0.15/0.85: nDCG@10 0.4160 vs 0.4068).
     """
 
+    _key: ClassVar[str] = "fusion.weights"
     default: tuple[Weight, Weight] = (0.3, 0.7)
     exact: tuple[Weight, Weight] = (0.7, 0.3)
     semantic: tuple[Weight, Weight] = (0.3, 0.7)
     mixed: tuple[Weight, Weight] = (0.4, 0.6)
+
+    def __post_init__(self) -> None:
+        # A weighted sum of two min-max scores in [0, 1]: the weights share 1.
+        for name in ("default", "exact", "semantic", "mixed"):
+            keyword, semantic = getattr(self, name)
+            if abs(keyword + semantic - 1) > 1e-6:
+                raise ValueError(
+                    f"{self._name(name)}: keyword + semantic weight must be 1, "
+                    f"got {keyword} + {semantic}"
+                )
 
 
 class FusionFlags(_Flags, frozen=True):
@@ -97,6 +152,7 @@ class FusionFlags(_Flags, frozen=True):
 class LexicalFlags(_Flags, frozen=True):
     """Ranking of the keyword leg (service/scoring/keyword.py, keyword_formulas.py)."""
 
+    _key: ClassVar[str] = "lexical"
     scorer: Literal["seed", "bm25"] = "bm25"
     k1: Annotated[float, msgspec.Meta(ge=0, le=10)] = 1.2
     b: Fraction = 0.75
@@ -104,21 +160,40 @@ class LexicalFlags(_Flags, frozen=True):
     keyword_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
     content_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
 
+    def __post_init__(self) -> None:
+        if self.title_weight + self.keyword_weight + self.content_weight <= 0:
+            raise ValueError(
+                f"{self._name('title_weight')}, {self._name('keyword_weight')} and "
+                f"{self._name('content_weight')} are all 0: no field would count"
+            )
+
 
 class ChunkingFlags(_Flags, frozen=True):
     max_tokens: Annotated[int, msgspec.Meta(ge=32, le=4096)] = 450
 
 
 class EmbeddingFlags(_Flags, frozen=True):
+    # No HNSW build parameters here: m / ef_construction shape the index only
+    # when it is built (migration 003); query-time recall is `semantic.ef_search`.
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 64
     query_cache_size: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 1024
-    hnsw_m: Annotated[int, msgspec.Meta(ge=2, le=100)] = 16
-    hnsw_ef_construction: Annotated[int, msgspec.Meta(ge=4, le=1000)] = 64
+    backend: Literal["torch", "onnx", "onnx-int8"] = "onnx"
+    """Model runtime (service/embedding/); read at start-up."""
+    batch_wait_ms: Annotated[float, msgspec.Meta(ge=0, le=1000)] = 2.0
+    """Longest a query waits for others to share its forward pass."""
+    batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 32
+    max_queue_ms: Annotated[float, msgspec.Meta(ge=0, le=60_000)] = 250.0
+    """A query whose embedding would wait longer goes to phase 2 at once."""
+    remote_batch_size: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
+    remote_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
+    remote_retries: Annotated[int, msgspec.Meta(ge=0, le=20)] = 4
 
 
 class TimeoutFlags(_Flags, frozen=True):
+    # db_ms above phase_ms is allowed: the phase's timeout then bounds the call.
     db_ms: Annotated[int, msgspec.Meta(ge=1, le=60_000)] = 2000
     phase_ms: Annotated[int, msgspec.Meta(ge=1, le=60_000)] = 2500
+
 
 
 class KillSwitchFlags(_Flags, frozen=True):
@@ -127,10 +202,15 @@ class KillSwitchFlags(_Flags, frozen=True):
     error_rate: Fraction = 0.05
     min_samples: PositiveInt = 20
     cooldown_s: Annotated[float, msgspec.Meta(ge=0)] = 600.0
-    probe_share: Fraction = 0.1
+    probe_share: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.1
+    """0 would never probe, so a tripped switch could never close again."""
+    error_action: Literal["drop_phase", "disable"] = "drop_phase"
+    """Error-rate trip: take the failing phase out (phases below keep answering), or
+    disable retrieval as the seed plan's table says."""
 
 
 class ContextFlags(_Flags, frozen=True):
+    _key: ClassVar[str] = "context"
     core_concepts: PositiveInt = 500
     retrieved_docs: PositiveInt = 1500
     ui_context: PositiveInt = 300
@@ -138,6 +218,26 @@ class ContextFlags(_Flags, frozen=True):
     recent_messages: PositiveInt = 500
     total: PositiveInt = 3000
     max_chunks_per_doc: PositiveInt = 2
+
+    def __post_init__(self) -> None:
+        # Every context carries the core concepts and, on an answer, the
+        # documentation: the total must hold both at their own budgets.
+        must_hold = self.core_concepts + self.retrieved_docs
+        if self.total < must_hold:
+            raise ValueError(
+                f"{self._name('total')} ({self.total}) is smaller than "
+                f"{self._name('core_concepts')} + {self._name('retrieved_docs')} ({must_hold})"
+            )
+        for section in ("ui_context", "widget_states", "recent_messages"):
+            self._require(getattr(self, section) <= self.total, section, "total")
+
+
+class SeedingFlags(_Flags, frozen=True):
+    """How a documentation folder becomes a corpus (service/ingest/markdown.py, links.py)."""
+
+    broken_links: Literal["warn", "fail"] = "warn"
+    default_category: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)] = "general"
+    ignore: tuple[Annotated[str, msgspec.Meta(min_length=1)], ...] = ()
 
 
 class Flags(_Flags, frozen=True):
@@ -154,6 +254,15 @@ class Flags(_Flags, frozen=True):
     timeouts: TimeoutFlags = TimeoutFlags()
     kill_switch: KillSwitchFlags = KillSwitchFlags()
     context: ContextFlags = ContextFlags()
+    seeding: SeedingFlags = SeedingFlags()
+
+    def __post_init__(self) -> None:
+        # HNSW returns at most ef_search neighbours: a larger pool could not fill.
+        if self.semantic.ef_search < self.retrieval.candidate_pool:
+            raise ValueError(
+                f"`semantic.ef_search` ({self.semantic.ef_search}) must be >= "
+                f"`retrieval.candidate_pool` ({self.retrieval.candidate_pool})"
+            )
 
 
 class FlagError(ValueError):
@@ -166,17 +275,49 @@ ENV_VARIABLES: dict[str, str] = {
     "DOC_RETRIEVAL_PHASE": "phase",
 }
 
+_GROUP_SUFFIX = re.compile(r" - at `([a-z_.]+)`$")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
 def _convert(data: Mapping[str, Any], origin: str) -> Flags:
+    # strict: "2" is not 2, "yes" is not True (YAML and JSON carry real types).
+    # JSON has one number type and JSON Schema counts 2.0 as an integer, so an
+    # integral float is taken as an int (a float flag takes an int as it is).
     try:
-        return msgspec.convert(data, Flags, strict=False)
+        return msgspec.convert(_integral_floats_as_ints(data), Flags, strict=True)
     except msgspec.ValidationError as exc:
         # msgspec names the path as `$.phases.keyword.min_gap`; show it as a dotted key.
-        message = str(exc).replace("`$.", "`").replace("`$`", "`(root)`")
+        message = str(exc).replace("`$.", "`").replace(" - at `$`", "")
+        # A two-key check names its keys in full already; drop msgspec's group path.
+        message = _GROUP_SUFFIX.sub(lambda m: "" if f"`{m[1]}." in message else m[0], message)
         raise FlagError(f"{origin}: {message}") from exc
+
+
+def _integral_floats_as_ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _integral_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_integral_floats_as_ints(v) for v in value]
+    return value
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load that refuses a key written twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                raise FlagError(
+                    f"key `{key}` is written twice (lines {first_line[key]} and {line})"
+                )
+            first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_flags_file(path: Path) -> Flags:
@@ -184,7 +325,9 @@ def load_flags_file(path: Path) -> Flags:
     if not path.exists():
         return Flags()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
+    except FlagError as exc:
+        raise FlagError(f"{path}: {exc}") from exc
     except yaml.YAMLError as exc:
         raise FlagError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
@@ -260,3 +403,81 @@ def load_flags(path: Path, environ: Mapping[str, str] | None = None) -> Flags:
     """flags.yaml, then the environment: what the service starts with."""
     base = load_flags_file(path)
     return apply_env_overrides(base, env_overrides(environ if environ is not None else os.environ))
+
+
+# -- the README's flags table, generated from this schema --------------------------
+
+def _allowed(info: msgspec.inspect.Type) -> str:
+    if isinstance(info, msgspec.inspect.BoolType):
+        return "true / false"
+    if isinstance(info, msgspec.inspect.LiteralType):
+        return " / ".join(str(v) for v in info.values)
+    if isinstance(info, msgspec.inspect.TupleType):
+        return "[" + ", ".join(_allowed(item) for item in info.item_types) + "]"
+    if isinstance(info, msgspec.inspect.IntType | msgspec.inspect.FloatType):
+        low = f"≥ {info.ge}" if info.ge is not None else f"> {info.gt}" if info.gt is not None else ""
+        high = f"≤ {info.le}" if info.le is not None else f"< {info.lt}" if info.lt is not None else ""
+        kind = "int" if isinstance(info, msgspec.inspect.IntType) else "number"
+        return " ".join(part for part in (kind, low, high) if part)
+    return type(info).__name__
+
+
+def _leaf_types() -> Iterator[tuple[str, msgspec.inspect.Type]]:
+    def walk(prefix: str, info: msgspec.inspect.Type) -> Iterator[tuple[str, msgspec.inspect.Type]]:
+        if isinstance(info, msgspec.inspect.StructType):
+            for field in info.fields:
+                yield from walk(f"{prefix}{field.name}.", field.type)
+        else:
+            yield prefix[:-1], info
+
+    yield from walk("", msgspec.inspect.type_info(Flags))
+
+
+def _yaml_comments(path: Path) -> dict[str, str]:
+    """`key: value  # comment` lines of flags.yaml, by dotted key."""
+    comments: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^( *)([a-z_0-9]+):(.*)$", line)
+        if not match:
+            continue
+        indent, name, rest = len(match[1]), match[2], match[3]
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        key = ".".join([*(part for _, part in stack), name])
+        stack.append((indent, name))
+        if "#" in rest:
+            comments[key] = rest.split("#", 1)[1].strip()
+    return comments
+
+
+def flags_table(flags_yaml: Path) -> str:
+    """Markdown table of every flag: default, allowed values, flags.yaml's comment."""
+    defaults = Flags()
+    comments = _yaml_comments(flags_yaml)
+    lines = ["| flag | default | allowed | meaning |", "|---|---|---|---|"]
+    for key, info in _leaf_types():
+        default = json.dumps(get_value(defaults, key))
+        meaning = comments.get(key, "").replace("|", "\\|")
+        lines.append(f"| `{key}` | `{default}` | {_allowed(info)} | {meaning} |")
+    return "\n".join(lines)
+
+
+def leaf_json_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schema of each dotted flag key's value (for the API's PUT /admin/flags)."""
+    (root,), components = msgspec.json.schema_components([Flags], ref_template="{name}")
+
+    def walk(prefix: str, schema: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        if "$ref" in schema:
+            schema = components[schema["$ref"]]
+        if schema.get("type") == "object" and "properties" in schema:
+            for name, sub in schema["properties"].items():
+                yield from walk(f"{prefix}{name}.", sub)
+        else:
+            yield prefix[:-1], {k: v for k, v in schema.items() if k not in ("default", "title")}
+
+    return dict(walk("", root))
+
+
+if __name__ == "__main__":  # python -m service.flags: print the README's flags table
+    print(flags_table(Path(__file__).resolve().parent.parent / "flags.yaml"))

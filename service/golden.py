@@ -5,8 +5,15 @@ cases:
   - id: explain-workspace
     query: explain workspace
     phases: [1, 2, 3]            # optional; default: every implemented phase
+    phase: 3                     # optional shorthand for `phases: [3]` (not with `phases`)
+    top_k: 5                     # optional request fields, sent as written
+    category: widgets            #   (`/retrieve`'s `category`)
+    ui_context: {screen: home}   #   sent to `/context` instead (no top_k/category there)
+    note: why                    # required when `decision` accepts more than one
+    known_failure: "reason"      # optional: the service is wrong today; replay reports
+                                 # it apart, pytest expects it to fail (strict)
     expect:
-      decision: answer           # or a list of acceptable decisions
+      decision: answer           # or a list of acceptable decisions (needs a `note`)
       top: concepts/workspace    # optional; slug or list: first result must be one
       includes: [a/b]            # optional; all must appear among the results
       excludes: [c/d]            # optional; none may appear
@@ -14,6 +21,8 @@ cases:
       header_path: true          # optional; first result has a non-empty header path
       message: "Which part..."   # optional; exact UI text
 ```
+
+A case states what a user should get, written before the code answers it.
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ import msgspec
 import yaml
 
 IMPLEMENTED_PHASES: tuple[int, ...] = (1, 2, 3)
+CONTEXT_PHASE = 3
+"""`/context` has no phase field: a `ui_context` case runs at the configured phase (3)."""
 Decision = str
 
 
@@ -43,8 +54,12 @@ class GoldenCase(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     query: str
     expect: Expectation
     phases: list[int] | None = None
+    phase: int | None = None
     note: str | None = None
     top_k: int | None = None
+    category: str | None = None
+    ui_context: dict[str, Any] | None = None
+    known_failure: str | None = None
 
 
 class GoldenFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -63,6 +78,24 @@ def load_golden(path: Path) -> list[GoldenCase]:
     return parse_golden(text, str(path))
 
 
+def _problems(case: GoldenCase) -> list[str]:
+    problems = []
+    if case.phase is not None and case.phases is not None:
+        problems.append("give `phase` or `phases`, not both")
+    if any(p not in IMPLEMENTED_PHASES for p in phases_of(case)):
+        problems.append(f"phases must be among {list(IMPLEMENTED_PHASES)}")
+    if isinstance(case.expect.decision, list) and len(case.expect.decision) > 1 and not case.note:
+        problems.append("accepts more than one decision without a `note` saying why each is right")
+    if case.ui_context is not None:
+        if case.top_k is not None or case.category is not None:
+            problems.append("`/context` (ui_context) takes no `top_k` or `category`")
+        if phases_of(case) != [CONTEXT_PHASE]:
+            problems.append(f"a ui_context case runs at phase {CONTEXT_PHASE} only")
+    if case.known_failure is not None and not case.known_failure.strip():
+        problems.append("`known_failure` must give the reason")
+    return problems
+
+
 def parse_golden(text: str, source: str = "<text>") -> list[GoldenCase]:
     """Golden cases from YAML text (`source` names it in error messages)."""
     try:
@@ -75,12 +108,45 @@ def parse_golden(text: str, source: str = "<text>") -> list[GoldenCase]:
         if case.id in seen:
             raise GoldenFileError(f"{source}: duplicate case id {case.id!r}")
         seen.add(case.id)
+        problems = _problems(case)
+        if problems:
+            raise GoldenFileError(f"{source}: case {case.id!r}: {'; '.join(problems)}")
     return cases
 
 
 def phases_of(case: GoldenCase, only: int | None = None) -> list[int]:
-    phases = case.phases or list(IMPLEMENTED_PHASES)
+    if case.phase is not None:
+        phases = [case.phase]
+    elif case.phases:
+        phases = case.phases
+    elif case.ui_context is not None:
+        phases = [CONTEXT_PHASE]
+    else:
+        phases = list(IMPLEMENTED_PHASES)
     return [p for p in phases if only is None or p == only]
+
+
+def request_of(case: GoldenCase, phase: int) -> tuple[str, dict[str, Any]]:
+    """The endpoint and JSON body a case sends at `phase`."""
+    if case.ui_context is not None:
+        return "/context", {"query": case.query, "ui_context": case.ui_context}
+    body: dict[str, Any] = {"query": case.query, "phase": phase}
+    for name in ("top_k", "category"):
+        if getattr(case, name) is not None:
+            body[name] = getattr(case, name)
+    return "/retrieve", body
+
+
+def endpoint_of(body: dict[str, Any]) -> str:
+    """Where a body from `request_of` goes (replay posters get the body only)."""
+    return "/context" if "ui_context" in body else "/retrieve"
+
+
+def verdict(case: GoldenCase, failures: list[str]) -> str:
+    """PASS / FAIL, or for a `known_failure` case XFAIL (still wrong) / XPASS (fixed: drop the mark)."""
+    if case.known_failure is None:
+        return "FAIL" if failures else "PASS"
+    return "XFAIL" if failures else "XPASS"
 
 
 def _as_list(value: str | list[str] | None) -> list[str]:
@@ -89,12 +155,20 @@ def _as_list(value: str | list[str] | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def _results(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """`/retrieve`'s results, or the documentation citations of a `/context` answer."""
+    if "sections" in response:
+        return [c for s in response.get("sections") or [] for c in s.get("citations") or []]
+    results: list[dict[str, Any]] = response.get("results") or []
+    return results
+
+
 def check(case: GoldenCase, response: dict[str, Any]) -> list[str]:
     """Every way the response misses the expectation (empty list: pass)."""
     expect = case.expect
     failures: list[str] = []
     status = response.get("status")
-    results = response.get("results") or []
+    results = _results(response)
     slugs = [r.get("doc_slug") for r in results]
     decisions = _as_list(expect.decision)
     if status not in decisions:

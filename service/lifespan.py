@@ -2,9 +2,13 @@
 
 Start-up order: embedded PostgreSQL (unless DATABASE_URL) → connect, retrying
 while the server is not up yet → check `vector` → migrate → pool → seed →
-load the corpus → ready. Everything after the embedded server runs in a
-background task, so the HTTP server answers `/health` and `/ready` (503 with
-the reason) while the database is still coming up.
+load the corpus → ready → supervise. All of it runs in a background task, so
+the HTTP server answers `/health` and `/ready` (503 with the reason) while the
+database is still coming up, and an embedded data directory that cannot start
+is retried and reported instead of stopping the service. Once ready,
+`DatabaseSupervisor.watch` restarts a dead embedded server (or notices an
+external one coming back), re-opens the pool, re-subscribes the flag listener
+and tells the kill switch the database answers again.
 """
 
 from __future__ import annotations
@@ -26,12 +30,17 @@ from service.db.pool import (
     describe_error,
     ensure_vector_available,
 )
+from service.db.supervisor import DatabaseSupervisor
 from service.ingest.markdown import SeedError
+from service.operations import OPS_KEY, Operations
 from service.state import AppState, get_state
 
 log = logging.getLogger(__name__)
 
 POOL_CLOSE_TIMEOUT_S = 10.0
+# The supervisor's probe reads the table phase 3 needs, so a lock on it or a
+# server too slow to answer within timeouts.db_ms counts as "not answering".
+PROBE_SQL = "select 1 from chunk_embeddings limit 1"
 
 
 async def bootstrap(st: AppState, dsn: str) -> None:
@@ -83,20 +92,66 @@ async def bootstrap(st: AppState, dsn: str) -> None:
         st.fail(f"start-up failed: {describe_error(err)}")
 
 
+def build_supervisor(st: AppState, ops: Operations | None) -> DatabaseSupervisor:
+    """The database's supervisor, hooked to the pool, the flag listener, the kill switch
+    and the restart counter in /metrics."""
+    settings = st.settings
+    if settings.database_url is None:
+        st.embedded = EmbeddedPostgres(settings.data_dir, port=settings.pg_port)
+    on_restart = None
+    if ops is not None:
+        restarts = ops.telemetry.meter_provider.get_meter("service.db").create_counter(
+            "database_restarts", description="Embedded PostgreSQL restarts after an unexpected exit")
+        restarts.add(0)  # exported as 0 before the first restart
+
+        def on_restart() -> None:
+            restarts.add(1)
+
+    supervisor = DatabaseSupervisor(
+        embedded=st.embedded, dsn=settings.database_url, probe_sql=PROBE_SQL,
+        timeout_ms=lambda: int(st.flags.timeouts.db_ms), on_restart=on_restart,
+    )
+
+    def pool_changed(pool: object) -> None:
+        st.pool = pool  # type: ignore[assignment]
+
+    supervisor.pool_changed = pool_changed
+    if ops is not None:
+        store, kill_switch = ops.store, ops.kill_switch
+
+        async def resubscribe() -> None:
+            store.resubscribe()  # the listener reconnects and re-reads every override now
+
+        supervisor.on_up.append(resubscribe)
+        supervisor.on_answer.append(kill_switch.database_answered)
+    st.database = supervisor
+    return supervisor
+
+
+async def supervise(st: AppState, supervisor: DatabaseSupervisor) -> None:
+    """Start the database (retrying), bootstrap, then watch it until shutdown."""
+    st.not_ready_reason = "starting the database"
+    dsn = await supervisor.start_server()
+    await bootstrap(st, dsn)
+    if st.fatal_error is not None or st.pool is None:
+        return
+    supervisor.attach_pool(st.pool)
+    await supervisor.watch()
+
+
 @contextlib.asynccontextmanager
 async def lifespan(app: Litestar) -> AsyncIterator[None]:
     st = get_state(app.state)
-    dsn = st.settings.database_url
-    if dsn is None:
-        st.embedded = EmbeddedPostgres(st.settings.data_dir, port=st.settings.pg_port)
-        dsn = await asyncio.to_thread(st.embedded.start)
-    task = asyncio.create_task(bootstrap(st, dsn), name="bootstrap")
+    ops = app.state.get(OPS_KEY)
+    supervisor = build_supervisor(st, ops)
+    task = asyncio.create_task(supervise(st, supervisor), name="database-supervisor")
     try:
         yield
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        await supervisor.wait_idle()  # a pg_ctl start/restart in a thread must end first
         for hook in st.on_shutdown:
             try:
                 await hook()

@@ -11,6 +11,12 @@ bottleneck: its rate is far above `/retrieve`'s), `/retrieve` at each phase,
 and optionally a soak of `--soak-minutes` minutes with the server's resident
 memory (RSS, via psutil on `--pid` or the process listening on the port)
 measured before and after.
+
+Every `/retrieve` row says which phase actually answered (from each
+response's `phase` and `fallback_path`) and warns when the flags or the kill
+switch capped it below the phase asked for. Percentiles are nearest-rank over
+the raw latencies of the whole run (service/stats.py, shared with
+`bench`); the soak merges raw latencies too, never averages percentiles.
 """
 
 from __future__ import annotations
@@ -20,13 +26,15 @@ import asyncio
 import ipaddress
 import json
 import logging
-import math
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from service.stats import percentile
 
 MAX_CONCURRENCY = 512
 MAX_DURATION_S = 3600.0
@@ -64,22 +72,75 @@ class LoadReport:
     p95_ms: float
     p99_ms: float
     max_ms: float
+    answered_by: dict[int, int] = field(default_factory=dict)
+    """Responses per phase that answered (the body's `phase`; 0 = cache/generic)."""
+    fell_back: int = 0
+    """Responses whose `fallback_path` is not empty (a higher phase failed or was shed)."""
+    fallback_reasons: dict[str, int] = field(default_factory=dict)
+    """First fallback step, numbers replaced by N (e.g. the queue-full wait)."""
+    latencies_ms: list[float] = field(default_factory=list, repr=False, compare=False)
+    """Raw samples: merged runs recompute percentiles from these."""
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able figures without the raw samples."""
+        out = asdict(self)
+        out.pop("latencies_ms")
+        return out
+
+    def answered(self) -> str:
+        """'phase 3 92%, phase 2 8%' ('' when no response said)."""
+        total = sum(self.answered_by.values())
+        if not total:
+            return ""
+        parts = sorted(self.answered_by.items(), key=lambda kv: -kv[1])
+        return ", ".join(f"phase {p} {n / total:.0%}" for p, n in parts)
+
+    def warnings(self, requested_phase: int | None) -> list[str]:
+        """What makes the row something else than the phase it asked for."""
+        total = sum(self.answered_by.values())
+        if requested_phase is None or not total:
+            return []
+        out: list[str] = []
+        below = sum(n for p, n in self.answered_by.items() if p < requested_phase)
+        capped = below - self.fell_back
+        if self.answered_by.get(requested_phase, 0) == 0 and self.fell_back == 0:
+            out.append(
+                f"phase {requested_phase} asked, every answer came from phase {max(self.answered_by)} "
+                "with no fallback: capped by the flags (phase / DOC_RETRIEVAL_PHASE) or the kill switch"
+            )
+        elif capped > 0.05 * total:
+            out.append(f"{capped} of {total} answers below phase {requested_phase} with no fallback: "
+                       "the kill switch or a flag change capped part of the run")
+        if self.fell_back:
+            top = sorted(self.fallback_reasons.items(), key=lambda kv: -kv[1])[:3]
+            out.append(f"{self.fell_back} of {total} fell back (" + "; ".join(f"{r} ×{n}" for r, n in top) + ")")
+        return out
 
     def line(self, label: str) -> str:
         statuses = ", ".join(f"{k}: {v}" for k, v in sorted(self.status_counts.items()))
+        answered = f"  answered: {self.answered()}" if self.answered_by else ""
         return (
             f"{label:<18} {self.requests:>8} req {self.rps:>9.1f} rps  "
             f"p50 {self.p50_ms:>7.2f}  p95 {self.p95_ms:>7.2f}  p99 {self.p99_ms:>7.2f} ms  "
-            f"errors {self.errors}  [{statuses}]"
+            f"errors {self.errors}  [{statuses}]{answered}"
         )
 
 
-def percentile(sorted_ms: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of an ascending list; 0.0 if empty."""
-    if not sorted_ms:
-        return 0.0
-    rank = max(1, math.ceil(q / 100 * len(sorted_ms)))
-    return round(sorted_ms[rank - 1], 3)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _outcome(body: bytes) -> tuple[int, str | None] | None:
+    """(phase, first fallback step) of a /retrieve response; None if not one."""
+    try:
+        doc = json.loads(body)
+        phase = int(doc["phase"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    steps = doc.get("fallback_path") or []
+    reason = None
+    if steps and isinstance(steps[0], dict):
+        reason = f"{steps[0].get('tier')}: {_NUMBER.sub('N', str(steps[0].get('reason', '')))[:80]}"
+    return phase, reason
 
 
 def require_loopback(url: str) -> str:
@@ -112,8 +173,8 @@ def _request_bytes(host: str, path: str, body: dict[str, Any] | None) -> bytes:
     return head.encode() + data
 
 
-async def _read_response(reader: asyncio.StreamReader) -> int:
-    """Read one HTTP/1.1 response (Content-Length framed); return its status."""
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """Read one HTTP/1.1 response (Content-Length framed): (status, body)."""
     status_line = await reader.readline()
     if not status_line:
         raise ConnectionError("connection closed by the server")
@@ -124,8 +185,8 @@ async def _read_response(reader: asyncio.StreamReader) -> int:
             break
         if line[:15].lower() == b"content-length:":
             length = int(line[15:].strip())
-    await reader.readexactly(length)
-    return int(status_line[9:12])
+    body = await reader.readexactly(length)
+    return int(status_line[9:12]), body
 
 
 async def run_load(
@@ -158,6 +219,8 @@ async def run_load(
 
     latencies: list[float] = []
     statuses: Counter[int] = Counter()
+    answered: Counter[int] = Counter()
+    reasons: Counter[str] = Counter()
     errors = 0
     issued = 0
     started = time.perf_counter()
@@ -177,7 +240,7 @@ async def run_load(
                         connection = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
                     reader, writer = connection
                     writer.write(raw)
-                    status = await asyncio.wait_for(_read_response(reader), timeout_s)
+                    status, body = await asyncio.wait_for(_read_response(reader), timeout_s)
                 except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError):
                     errors += 1
                     statuses[0] += 1  # 0: no HTTP response at all
@@ -187,6 +250,11 @@ async def run_load(
                     continue
                 latencies.append((time.perf_counter() - t0) * 1000)
                 statuses[status] += 1
+                outcome = _outcome(body) if status == 200 and make_body is not None else None
+                if outcome is not None:
+                    answered[outcome[0]] += 1
+                    if outcome[1] is not None:
+                        reasons[outcome[1]] += 1
                 if status >= 500:
                     errors += 1
         finally:
@@ -196,13 +264,21 @@ async def run_load(
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
     elapsed = time.perf_counter() - started
-    ordered = sorted(latencies)
+    return _report(path, concurrency, elapsed, statuses, errors, latencies, answered, reasons)
+
+
+def _report(
+    path: str, concurrency: int, elapsed: float, statuses: Counter[int], errors: int,
+    latencies: list[float], answered: Counter[int], reasons: Counter[str],
+) -> LoadReport:
     total = sum(statuses.values())
     return LoadReport(
         path=path, concurrency=concurrency, duration_s=round(elapsed, 3), requests=total,
         errors=errors, status_counts=dict(statuses), rps=round(total / elapsed, 1) if elapsed else 0.0,
-        p50_ms=percentile(ordered, 50), p95_ms=percentile(ordered, 95),
-        p99_ms=percentile(ordered, 99), max_ms=round(ordered[-1], 3) if ordered else 0.0,
+        p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
+        p99_ms=percentile(latencies, 99), max_ms=round(max(latencies), 3) if latencies else 0.0,
+        answered_by=dict(answered), fell_back=sum(reasons.values()), fallback_reasons=dict(reasons),
+        latencies_ms=latencies,
     )
 
 
@@ -282,12 +358,14 @@ async def _run_cli(args: argparse.Namespace) -> int:
     print(f"load: {url} concurrency {conc}, {dur:g} s per run")
     health = await run_load(url, None, conc, dur, "/health")
     print(health.line("GET /health"))
-    results["health"] = asdict(health)
+    results["health"] = health.summary()
     errors = health.errors
     for phase in phases:
         report = await run_load(url, retrieve_body(phase), conc, dur)
-        print(report.line(f"/retrieve phase {phase}"))
-        results[f"phase_{phase}"] = asdict(report)
+        print(report.line(f"/retrieve cap {phase}"))
+        for warning in report.warnings(phase):
+            print(f"  warning: {warning}")
+        results[f"phase_{phase}"] = {**report.summary(), "warnings": report.warnings(phase)}
         errors += report.errors
     if args.soak_minutes > 0:
         soak, growth = await _soak(args, url, conc)
@@ -327,27 +405,23 @@ async def _soak(args: argparse.Namespace, url: str, conc: int) -> tuple[dict[str
     merged = _merge(reports)
     print(merged.line("soak total"))
     print(f"soak: RSS before {before} MiB, after {after} MiB, growth {growth} %")
-    return {"report": asdict(merged), "rss_before_mib": before, "rss_after_mib": after,
+    return {"report": merged.summary(), "rss_before_mib": before, "rss_after_mib": after,
             "rss_growth_percent": growth}, growth
 
 
 def _merge(reports: list[LoadReport]) -> LoadReport:
-    """Totals of consecutive runs; percentiles are the request-weighted mean of each run's."""
-    requests = sum(r.requests for r in reports) or 1
-    duration = sum(r.duration_s for r in reports)
+    """Consecutive runs as one: totals, and percentiles of all their raw latencies."""
     statuses: Counter[int] = Counter()
+    answered: Counter[int] = Counter()
+    reasons: Counter[str] = Counter()
+    latencies: list[float] = []
     for r in reports:
         statuses.update(r.status_counts)
-
-    def weighted(attr: str) -> float:
-        total: float = sum(getattr(r, attr) * r.requests for r in reports)
-        return round(total / requests, 3)
-
-    return LoadReport(
-        path=reports[0].path if reports else "/retrieve",
-        concurrency=reports[0].concurrency if reports else 0, duration_s=round(duration, 3),
-        requests=sum(r.requests for r in reports), errors=sum(r.errors for r in reports),
-        status_counts=dict(statuses), rps=round(sum(r.requests for r in reports) / duration, 1) if duration else 0.0,
-        p50_ms=weighted("p50_ms"), p95_ms=weighted("p95_ms"), p99_ms=weighted("p99_ms"),
-        max_ms=max((r.max_ms for r in reports), default=0.0),
+        answered.update(r.answered_by)
+        reasons.update(r.fallback_reasons)
+        latencies.extend(r.latencies_ms)
+    return _report(
+        reports[0].path if reports else "/retrieve", reports[0].concurrency if reports else 0,
+        sum(r.duration_s for r in reports), statuses, sum(r.errors for r in reports), latencies,
+        answered, reasons,
     )

@@ -8,12 +8,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
+from service.db.errors import database_cause
 from service.decide import clarify
 from service.decide.hybrid_policy import decide_hybrid
 from service.decide.policy import MULTI_INTENT_DEPTH, decide, decide_multi_intent
@@ -29,6 +30,7 @@ from service.domain.types import (
     NormalizedQuery,
     Thresholds,
 )
+from service.embedding.batcher import EmbeddingQueueFull
 from service.flags import Flags
 from service.memory import release_free_memory
 from service.normalize.lexicon import Synonyms, build_lexicon
@@ -97,7 +99,7 @@ Router = Callable[[Flags], Route]
 class PhaseRecorder(Protocol):
     """Receives one (phase, latency, error) sample per tier attempt (the kill-switch monitor)."""
 
-    def record(self, tier: Tier, latency_ms: float, error: bool) -> None: ...
+    def record(self, tier: Tier, latency_ms: float, error: bool, database: bool = False) -> None: ...
 
 
 def keyword_decision_for(
@@ -157,6 +159,8 @@ class Pipeline:
         """Runs inside each tier's time budget before the tier itself: the fault
         tests use it to make a phase really wait on the database (pg_sleep)."""
         self.indexes: CorpusIndexes | None = None
+        self.anchors: Mapping[tuple[str, int], str] = {}
+        """(doc_slug, chunk_index) → the chunk's heading anchor, for evidence."""
         self.semantic: SemanticSearch | None = None
         # Normalises queries while no corpus is loaded (stopwords and synonyms only).
         self.empty_lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=synonyms)
@@ -168,6 +172,7 @@ class Pipeline:
             documents, chunks, self.synonyms, version,
             extra_known_terms=[c.term for c in self.glossary.concepts],
         )
+        self.anchors = {(c.doc_slug, c.chunk_index): c.anchor for c in chunks if c.anchor}
         release_free_memory()
 
     def require_indexes(self) -> CorpusIndexes:
@@ -301,15 +306,22 @@ class Pipeline:
             with self._span(f"tier.{name}") as span:
                 try:
                     answered = await asyncio.wait_for(self._call(name, tier, ctx), timeout=timeout)
-                except TimeoutError:
-                    reason, kind = f"timeout after {flags.timeouts.phase_ms} ms", "timeout"
-                    self._record(name, tier_started, error=True, observe=observe)
+                except TimeoutError as exc:  # the phase's budget, or the database's (DatabaseTimeout)
+                    cause = database_cause(exc)
+                    reason, kind = cause or f"timeout after {flags.timeouts.phase_ms} ms", "timeout"
+                    self._record(name, tier_started, error=True, observe=observe, database=cause is not None)
                 except NoCacheEntry as exc:
                     reason, kind = str(exc), "no_cache_entry"
+                except EmbeddingQueueFull as exc:
+                    # Load shed on purpose: not a failure for the kill switch to count.
+                    reason, kind = str(exc), "queue_full"
                 except Exception as exc:  # a failing tier is passed over, never surfaced
-                    log.warning("tier %s failed: %s", name, exc, exc_info=not isinstance(exc, CorpusNotLoaded))
-                    reason, kind = f"{type(exc).__name__}: {exc}", type(exc).__name__
-                    self._record(name, tier_started, error=True, observe=observe)
+                    cause = database_cause(exc)
+                    # A database outage is expected and named; a traceback only for the unexpected.
+                    log.warning("tier %s failed: %s", name, cause or exc,
+                                exc_info=cause is None and not isinstance(exc, CorpusNotLoaded))
+                    reason, kind = cause or f"{type(exc).__name__}: {exc}", type(exc).__name__
+                    self._record(name, tier_started, error=True, observe=observe, database=cause is not None)
                 else:
                     self._record(name, tier_started, error=False, observe=observe)
                     break
@@ -318,7 +330,7 @@ class Pipeline:
                 if span is not None and self.telemetry is not None:
                     self.telemetry.mark_error(span, kind)
         with self._span("decide") as span:
-            outcome = _outcome(answered, ctx, tuple(fallback), request_id, started)
+            outcome = with_anchors(_outcome(answered, ctx, tuple(fallback), request_id, started), self.anchors)
             if span is not None:
                 span.set_attribute("retrieval.decision", outcome.status)
         if observe:
@@ -351,9 +363,21 @@ class Pipeline:
 
         return self.telemetry.trace_id(trace.get_current_span())
 
-    def _record(self, tier: Tier, started: float, error: bool, observe: bool) -> None:
+    def _record(self, tier: Tier, started: float, error: bool, observe: bool, database: bool = False) -> None:
         if self.recorder is not None and observe and tier is not Tier.cache:
-            self.recorder.record(tier, (time.perf_counter() - started) * 1000, error)
+            self.recorder.record(tier, (time.perf_counter() - started) * 1000, error, database)
+
+
+def with_anchors(outcome: Outcome, anchors: Mapping[tuple[str, int], str]) -> Outcome:
+    """Each chunk result with its heading's URL fragment (the UI opens that section)."""
+    if not anchors or not outcome.results:
+        return outcome
+    results = tuple(
+        msgspec.structs.replace(e, anchor=anchors.get((e.doc_slug, e.chunk_index), ""))
+        if e.chunk_index is not None else e
+        for e in outcome.results
+    )
+    return msgspec.structs.replace(outcome, results=results)
 
 
 def _route(caller: int, flags: Flags, route: Route | None) -> tuple[int, tuple[FallbackStep, ...]]:

@@ -16,12 +16,11 @@ import logging
 import re
 import secrets
 import sys
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from service.golden import GoldenCase, GoldenFileError, load_golden
+from service.golden import GoldenCase, GoldenFileError, endpoint_of, load_golden
+from service.readiness import http_get, wait_until_ready
 from service.replay import IN_PROCESS_NOTE, CaseResult, Summary, replay_cases
 from service.settings import Settings
 
@@ -31,35 +30,16 @@ QUIET_LOGGERS = ("service.query", "httpx", "httpcore")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-async def _wait_ready(get: Callable[[str], Awaitable[tuple[int, dict[str, Any]]]]) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    last: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        status, last = await get("/ready")
-        if status == 200 and last.get("semantic_ready", True):
-            return
-        await asyncio.sleep(0.2)
-    raise TimeoutError(f"service not ready after {READY_TIMEOUT_S:.0f} s: {last}")
-
-
-def _getter(client: Any) -> Callable[[str], Awaitable[tuple[int, dict[str, Any]]]]:
-    async def get(path: str) -> tuple[int, dict[str, Any]]:
-        response = await client.get(path)
-        return response.status_code, response.json()
-
-    return get
-
-
 async def _run_over_http(url: str, cases: list[GoldenCase], phase: int | None) -> list[CaseResult]:
     import httpx
 
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
 
         async def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-            response = await client.post("/retrieve", json=body)
+            response = await client.post(endpoint_of(body), json=body)
             return response.status_code, response.json()
 
-        await _wait_ready(_getter(client))
+        await wait_until_ready(http_get(client), timeout_s=READY_TIMEOUT_S)
         return await replay_cases(cases, post, phase)
 
 
@@ -79,13 +59,13 @@ async def _run_in_process(settings: Settings, path: Path, phase: int | None) -> 
     if phase is not None:
         body["phase"] = phase
     async with AsyncTestClient(app=create_app(settings), timeout=600) as client:
-        await _wait_ready(_getter(client))
+        await wait_until_ready(http_get(client), timeout_s=READY_TIMEOUT_S)
         response = await client.post("/admin/replay", json=body, headers={"Authorization": f"Bearer {token}"})
         report = response.json()
         if response.status_code != 200:
             raise RuntimeError(f"replay refused (HTTP {response.status_code}): {report}")
     return [
-        CaseResult(r["id"], r["phase"], r["query"], r["failures"], r["verdict"], r["detail"])
+        CaseResult(r["id"], r["phase"], r["query"], r["failures"], r["verdict"], r["detail"], r.get("known_failure"))
         for r in report["results"]
     ]
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from litestar.datastructures import State
 
     from service.db.embedded import EmbeddedPostgres
+    from service.db.supervisor import DatabaseSupervisor
     from service.ingest.indexer import IndexReport
     from service.ingest.seeder import Chunker, SeedReport
 
@@ -56,6 +57,10 @@ class SemanticStatus:
     """The model queries use: the new one only once its vectors are complete."""
     error: str | None = None
     embedder: Any = None
+    backend: str = "torch"
+    """embedding.backend at start-up (service/embedding/backends.py)."""
+    cache_dir: Path = Path(".data/models")
+    """Where exported ONNX graphs are kept (beside the database's data)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -75,6 +80,8 @@ class AppState:
     pool: asyncpg.Pool[Any] | None = None
     """None while the database is not up (yet)."""
     embedded: EmbeddedPostgres | None = None
+    database: DatabaseSupervisor | None = None
+    """Starts, watches and restarts the database (`service.db.supervisor`)."""
     corpus: CorpusSnapshot = field(default_factory=CorpusSnapshot)
     on_corpus_loaded: list[CorpusHook] = field(default_factory=list)
     on_pool_ready: list[PoolHook] = field(default_factory=list)
@@ -99,13 +106,15 @@ class AppState:
         On a SeedError the database and the served corpus stay as they were.
         """
         from service.ingest.markdown import SeedError
-        from service.ingest.seeder import seed
+        from service.ingest.seeder import SeedOptions, seed
 
         if self.pool is None or self.chunker is None:
             raise RuntimeError("database pool is not ready")
         async with self.seed_lock:
             try:
-                report = await seed(self.pool, self.settings.seeds_dir, self.chunker)
+                report = await seed(
+                    self.pool, self.settings.seeds_dir, self.chunker, SeedOptions.from_flags(self.flags)
+                )
             except (SeedError, FileNotFoundError) as err:
                 self.last_seed_error = str(err)
                 raise

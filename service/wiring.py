@@ -14,6 +14,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from service.embedding.backends import load_embedder as load_backend
+from service.embedding.backends import onnx_cache_dir
+from service.embedding.batcher import QueryBatcher
+from service.embedding.documents import document_embedder
 from service.ingest.indexer import IndexReport, active_model, index_embeddings
 from service.ingest.model_thread import on_model_thread
 from service.ingest.tokens import default_model_dir, validate_model_dir
@@ -45,7 +49,10 @@ def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipelin
     glossary_file = seeds / GLOSSARY_FILE
     glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
     synonyms = load_synonyms(seeds / SYNONYMS_FILE)
-    status = SemanticStatus(model_dir=resolve_model_dir(st.settings.embedding_model))
+    status = SemanticStatus(
+        model_dir=resolve_model_dir(st.settings.embedding_model), backend=st.flags.embedding.backend,
+        cache_dir=onnx_cache_dir(st.settings.data_dir),
+    )
     if ops is None:
         pipeline = Pipeline(glossary=glossary, synonyms=synonyms, flags=lambda: st.flags)
     else:
@@ -81,9 +88,9 @@ async def load_embedder(status: SemanticStatus) -> Any:
     """Load the model once (in a thread: torch import and weights take seconds)."""
     async with status.lock:
         if status.embedder is None:
-            from service.ingest.embedder import Embedder
-
-            status.embedder = await on_model_thread(Embedder, status.model_dir)
+            status.embedder = await on_model_thread(
+                load_backend, status.backend, status.model_dir, status.cache_dir
+            )
             status.model_name = status.embedder.model_name
             status.loaded = True
     return status.embedder
@@ -96,9 +103,9 @@ async def ensure_embeddings(st: AppState, pipeline: Pipeline, status: SemanticSt
     try:
         embedder = await load_embedder(status)
         status.indexing = True
-        report = await index_embeddings(
-            st.pool, embedder, batch_size=st.flags.embedding.batch_size, progress=log.info
-        )
+        # Documents may go to an embedding server (EMBEDDING_REMOTE_URL); queries stay local.
+        async with document_embedder(embedder, st.flags.embedding) as (documents, batch_size):
+            report = await index_embeddings(st.pool, documents, batch_size=batch_size, progress=log.info)
         status.last_index = report
         status.serving_model = await active_model(st.pool, embedder.model_name)
         status.error = None
@@ -115,7 +122,7 @@ async def ensure_embeddings(st: AppState, pipeline: Pipeline, status: SemanticSt
             return status.serving_model
 
         pipeline.semantic = SemanticLeg(
-            embedder=embedder,
+            embedder=QueryBatcher(embedder, lambda: pipeline.flags().embedding),
             cache=QueryEmbeddingCache(st.flags.embedding.query_cache_size),
             pool=lambda: st.pool,
             model=serving_model,

@@ -44,6 +44,9 @@ from service.db.pool import create_pool
 from service.domain.types import Chunk, Document
 from service.settings import PROJECT_ROOT
 
+# One ONNX export for the whole run, shared by every temporary data directory
+# (and by the servers tests start as subprocesses, which inherit it).
+os.environ.setdefault("EMBEDDING_CACHE_DIR", str(PROJECT_ROOT / ".cache" / "models"))
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 FIXTURE_SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 TEMPLATE_DB = "test_template_vector"
@@ -124,20 +127,66 @@ ADMIN_TOKEN_FOR_TESTS = "shared-test-admin-token-0123456789"
 READY_TIMEOUT_S = 240.0
 
 
-async def wait_until_ready(client: Any, semantic: bool = True) -> dict[str, Any]:
+async def wait_until_ready(
+    client: Any, semantic: bool = True, timeout_s: float = READY_TIMEOUT_S
+) -> dict[str, Any]:
     """Poll /ready until the corpus (and, by default, phase 3) can answer."""
-    import asyncio
-    import time
+    from service.readiness import http_get
+    from service.readiness import wait_until_ready as wait
 
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    body: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        response = await client.get("/ready")
-        body = response.json()
-        if response.status_code == 200 and (body.get("semantic_ready") or not semantic):
-            return body
-        await asyncio.sleep(0.1)
-    raise TimeoutError(f"service not ready: {body}")
+    return await wait(http_get(client), timeout_s=timeout_s, semantic=semantic)
+
+
+async def post_beside(client: Any, path: str, **kwargs: Any) -> Any:
+    """POST from a worker thread, so the test's event loop stays free meanwhile.
+
+    Litestar's AsyncTestClient blocks the calling event loop until the app
+    (on its own loop, in a portal thread) has answered; a test that must act
+    while a request is in flight sends that request through this.
+    """
+    import asyncio
+
+    import httpx
+
+    # The same in-memory transport; not closed here, the test client owns it.
+    sync = httpx.Client(transport=client._transport, base_url=client.base_url, timeout=120)
+    return await asyncio.to_thread(sync.post, path, **kwargs)
+
+
+# Kill-switch limits no machine load can reach: an app in a test that is not
+# about the kill switch must not lose phases because the CPU is busy. The
+# kill-switch tests use the shipped flags.yaml (and an injected clock).
+UNREACHABLE_KILL_SWITCH = {"p95_ms": 1e9, "error_rate": 1.0, "min_samples": 10**9}
+# Nor pass a phase over because a busy CPU made it slow (timeout tests set their own).
+PATIENT_TIMEOUTS = {"db_ms": 60_000, "phase_ms": 60_000}
+_quiet_flags: list[Path] = []
+
+
+def quiet_flags_file() -> Path:
+    """flags.yaml with the kill switch and timeouts out of reach (written once per session)."""
+    import tempfile
+
+    import yaml
+
+    if not _quiet_flags:
+        data = yaml.safe_load((PROJECT_ROOT / "flags.yaml").read_text(encoding="utf-8"))
+        data["kill_switch"] = {**data.get("kill_switch", {}), **UNREACHABLE_KILL_SWITCH}
+        data["timeouts"] = {**data.get("timeouts", {}), **PATIENT_TIMEOUTS}
+        target = Path(tempfile.mkdtemp(prefix="test-flags-")) / "flags.yaml"
+        target.write_text(yaml.safe_dump(data), encoding="utf-8")
+        _quiet_flags.append(target)
+    return _quiet_flags[0]
+
+
+def app_settings(database_url: str, seeds_dir: Path, **extra: Any) -> Any:
+    """Settings of an app under test: real migrations, the quiet flags file, admin token."""
+    from service.settings import Settings
+
+    values: dict[str, Any] = {
+        "database_url": database_url, "seeds_dir": seeds_dir, "admin_token": ADMIN_TOKEN_FOR_TESTS,
+        "migrations_dir": MIGRATIONS_DIR, "flags_file": quiet_flags_file(), "db_connect_timeout": 30,
+    }
+    return Settings(**{**values, **extra})
 
 
 @pytest.fixture(scope="session")
@@ -145,16 +194,31 @@ async def service_client(pg_server: PgServer) -> AsyncIterator[Any]:
     from litestar.testing import AsyncTestClient
 
     from service.app import create_app
-    from service.settings import Settings
 
     name = await _create_database(pg_server)
-    settings = Settings(
-        database_url=pg_server.dsn(name), admin_token=ADMIN_TOKEN_FOR_TESTS,
-        seeds_dir=PROJECT_ROOT / "seeds", flags_file=PROJECT_ROOT / "flags.yaml",
-        migrations_dir=MIGRATIONS_DIR, db_connect_timeout=30,
-    )
+    settings = app_settings(pg_server.dsn(name), PROJECT_ROOT / "seeds")
     async with AsyncTestClient(app=create_app(settings), timeout=60) as client:
         await wait_until_ready(client)
+        yield client
+    await _drop_database(pg_server, name)
+
+
+LOGSEQ_DOCS = Path(__file__).parent / "corpora" / "logseq-docs"
+# Seeding and embedding ~1,000 chunks: minutes on a loaded 2-core machine.
+LOGSEQ_READY_TIMEOUT_S = 1200.0
+
+
+@pytest.fixture(scope="session")
+async def logseq_client(pg_server: PgServer) -> AsyncIterator[Any]:
+    """One real app seeded with Logseq's documentation (tests/corpora/logseq-docs), read-only."""
+    from litestar.testing import AsyncTestClient
+
+    from service.app import create_app
+
+    name = await _create_database(pg_server)
+    settings = app_settings(pg_server.dsn(name), LOGSEQ_DOCS)
+    async with AsyncTestClient(app=create_app(settings), timeout=60) as client:
+        await wait_until_ready(client, timeout_s=LOGSEQ_READY_TIMEOUT_S)
         yield client
     await _drop_database(pg_server, name)
 

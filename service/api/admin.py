@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from litestar import post
 from litestar.datastructures import State
-from litestar.exceptions import ClientException, ServiceUnavailableException
+from litestar.exceptions import ClientException
 from litestar.openapi import ResponseSpec
 
 from service.api.auth import admin_guard
 from service.api.errors import ErrorBody
+from service.api.unavailable import database_write, require_pool
 from service.ingest.markdown import SeedError
 from service.ingest.seeder import SeedReport
 from service.state import get_state
@@ -25,10 +26,10 @@ _ERRORS = {
       summary="Seed the corpus from seeds/ (idempotent) and reload it")
 async def admin_seed(state: State) -> SeedReport:
     st = get_state(state)
-    if st.pool is None:
-        raise ServiceUnavailableException("the database is not ready yet")
+    require_pool(st, "seed")
     try:
-        return await st.reseed()
+        async with database_write("seed"):
+            return await st.reseed()
     except SeedError as err:
         raise ClientException(
             status_code=422,

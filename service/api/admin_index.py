@@ -14,6 +14,7 @@ from service.api.auth import admin_guard
 from service.api.body import strict_body
 from service.api.errors import ErrorBody, client_errors
 from service.api.openapi import OptionalBodyOperation
+from service.api.unavailable import RETRY_AFTER_S, database_write, require_pool
 from service.domain.types import Base
 from service.ingest.indexer import IndexReport
 from service.state import get_state
@@ -41,12 +42,16 @@ async def admin_reindex(
 ) -> IndexReport:
     data = await strict_body(request, ReindexRequest, optional=True)
     st = get_state(state)
-    if st.pool is None or st.reindex is None:
-        raise ServiceUnavailableException("the database is not ready yet")
-    report = await st.reindex(data is not None and data.full)
+    require_pool(st, "reindex")
+    if st.reindex is None:
+        raise ServiceUnavailableException("the embedding index is not wired",
+                                          headers={"Retry-After": str(RETRY_AFTER_S)})
+    async with database_write("reindex"):
+        report = await st.reindex(data is not None and data.full)
     if report is None:
         error = st.semantic.error if st.semantic else None
-        raise ServiceUnavailableException(f"indexing failed: {error}")
+        raise ServiceUnavailableException(f"indexing failed: {error}",
+                                          headers={"Retry-After": str(RETRY_AFTER_S)})
     return report
 
 

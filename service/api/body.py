@@ -1,4 +1,4 @@
-"""Strict JSON bodies: wrong types are a 400, never silently converted.
+"""Strict JSON bodies: wrong types and wrong media types are a 4xx, never guessed.
 
 Litestar validates `data` with `msgspec.convert(..., strict=False)`, which
 accepts `"top_k": "3"` as 3, `"phase": 2.0` as 2 and `"full": 0` as False.
@@ -7,17 +7,55 @@ raw body and convert it strictly; the `data` parameter stays for the OpenAPI
 schema and Litestar's own checks. One leniency remains, on purpose: JSON has a
 single number type and JSON Schema counts 3.0 as an integer, so integral
 floats are accepted where an int is expected.
+
+Litestar also parses any body as JSON whatever its Content-Type says;
+`require_json_body` (the app's before-request hook, run after the guards and
+before the body is parsed) answers 415 instead.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 import msgspec
 from litestar import Request
-from litestar.exceptions import ValidationException
+from litestar.exceptions import HTTPException, ValidationException
+
+from service.api.errors import BODY
 
 T = TypeVar("T")
+
+JSON_MEDIA_TYPE = "application/json"
+_AT_PATH = re.compile(r"^(.*) - at `\$\.([^`]+)`$")
+
+
+class UnsupportedMediaType(HTTPException):
+    status_code = 415
+
+
+async def require_json_body(request: Request[Any, Any, Any]) -> None:
+    """415 for a request body that is not declared `application/json` (or `+json`)."""
+    if "data" not in request.route_handler.parsed_fn_signature.parameters:
+        return  # the operation takes no body: nothing is parsed
+    length = request.headers.get("content-length")
+    if length is None and not request.headers.get("transfer-encoding"):
+        return  # no body: required ones are refused by validation (400 naming the body)
+    if length is not None and length.isdigit():
+        limit = request.route_handler.resolve_request_max_body_size()
+        if int(length) == 0 or (limit is not None and int(length) > limit):
+            return  # empty, or too large: Litestar answers 413 before anything else
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != JSON_MEDIA_TYPE and not media_type.endswith("+json"):
+        raise UnsupportedMediaType(
+            f"unsupported Content-Type {media_type or '(none)'!r}: send {JSON_MEDIA_TYPE}",
+            extra=[{"field": "Content-Type", "message": f"expected {JSON_MEDIA_TYPE}"}],
+        )
+
+
+def invalid(field: str, message: str) -> ValidationException:
+    """A 400 naming the field, in the shape every validation error has."""
+    return ValidationException(f"`{field}`: {message}", extra=[{"field": field, "message": message}])
 
 
 async def strict_body(request: Request[Any, Any, Any], type_: type[T], *, optional: bool = False) -> T | None:
@@ -27,11 +65,13 @@ async def strict_body(request: Request[Any, Any, Any], type_: type[T], *, option
     try:
         value = msgspec.json.decode(raw)
     except msgspec.DecodeError as err:
-        raise ValidationException(f"request body is not valid JSON: {err}") from err
+        raise invalid(BODY, f"not valid JSON: {err}") from err
     try:
         return msgspec.convert(_integral_floats_as_ints(value), type_, strict=True)
     except msgspec.ValidationError as err:
-        raise ValidationException(f"invalid request body: {err}") from err
+        found = _AT_PATH.match(str(err))
+        field, message = (found[2], found[1]) if found else (BODY, str(err))
+        raise invalid(field, message) from err
 
 
 def _integral_floats_as_ints(value: Any) -> Any:

@@ -19,7 +19,7 @@ from litestar.params import JSONBody
 from service.api.body import strict_required
 from service.api.errors import client_errors
 from service.api.retrieve import fallback_of, options_of, pipeline_of, validate_request
-from service.api.schemas import MAX_QUERY_CHARS, FallbackStep, OptionOut, RetrieveRequest, Status
+from service.api.schemas import FallbackStep, OptionOut, Query, RetrieveRequest, Status
 from service.context.builder import build_context
 from service.context.passages import concepts_of, passages_of
 from service.context.types import (
@@ -82,7 +82,7 @@ class BudgetIn(Base, frozen=True):
 
 
 class ContextRequest(Base, frozen=True):
-    query: Annotated[str, msgspec.Meta(max_length=4 * MAX_QUERY_CHARS, description="1–500 characters after trimming")]
+    query: Query
     ui_context: UiContextIn | None = None
     widget_states: Annotated[list[WidgetStateIn], msgspec.Meta(max_length=MAX_WIDGETS)] = msgspec.field(
         default_factory=list

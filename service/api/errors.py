@@ -8,6 +8,7 @@ those never echo internals to the caller.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from litestar import Request, Response
@@ -19,14 +20,28 @@ from service.domain.types import Base
 
 log = logging.getLogger(__name__)
 
+BODY = "(body)"
+"""The `field` of a problem with the request body as a whole (not JSON, missing)."""
+
+
+class FieldProblem(Base, frozen=True):
+    """One rejected part of a request: the field (dotted path, `(body)` for the
+    body as a whole) and what is wrong with it."""
+
+    field: str
+    message: str = ""
+
 
 class ErrorBody(Base, frozen=True):
-    """Body of every error response."""
+    """Body of every error response.
+
+    `detail` is a list: for a 400 one entry per rejected field
+    (`{"field", "message"}`), for a rejected seed one per file
+    (`{"file", "reason"}`); null when there is nothing more to say.
+    """
 
     error: str
-    detail: Any = None
-    """Structured detail (validation errors, rejected files); `Any` rather than
-    `object` because Litestar's OpenAPI generator cannot render `object`."""
+    detail: list[dict[str, Any]] | None = None
 
 
 def client_errors(*statuses: int) -> dict[int, ResponseSpec]:
@@ -54,15 +69,59 @@ _DESCRIPTIONS = {
 }
 
 
+_AT_PATH = re.compile(r" - at `\$\.([^`]+)`$")
+_NAMED_FIELD = re.compile(r"(?:unknown|required) field `([^`]+)`")
+_GENERIC = "Validation failed for "
+
+
+def _problem(item: Any) -> dict[str, Any]:
+    """One detail entry of a 400 as `{"field", "message"}`.
+
+    Litestar reports `{"key", "message", "source"}` with key `data` for the body
+    as a whole (and the bare KeyError text `'data'` when there is no body at
+    all); ours already carry `field`.
+    """
+    if not isinstance(item, dict):
+        return {"field": BODY, "message": str(item)}
+    if "field" in item:
+        return {"message": "", **item}
+    message = str(item.get("message", ""))
+    field = str(item.get("key") or BODY)
+    if at := _AT_PATH.search(message):
+        field, message = at[1], message[: at.start()]
+    elif named := _NAMED_FIELD.search(message):
+        field = named[1]
+    if field == "data":
+        field = BODY
+    if message == "'data'":
+        message = "a JSON object is required"
+    return {"field": field, "message": message}
+
+
+def _validation_error(exc: HTTPException) -> ErrorBody:
+    """Every 400 in one shape: an error naming the field(s), one entry per field."""
+    text = str(exc.detail)
+    if isinstance(exc.extra, list) and exc.extra:
+        problems = [_problem(item) for item in exc.extra]
+    elif at := _AT_PATH.search(text):  # a msgspec message of our strict decode
+        problems = [{"field": at[1], "message": text[: at.start()].split(": ", 1)[-1]}]
+        text = text[: at.start()]
+    else:
+        problems = [{"field": BODY, "message": text}]
+    if text.startswith(_GENERIC) or not text:  # Litestar's text names no field: ours does
+        text = "invalid request: " + "; ".join(f"`{p['field']}`: {p['message']}" for p in problems)
+    return ErrorBody(error=text, detail=problems)
+
+
 def http_exception_handler(
     _: Request[Any, Any, Any], exc: HTTPException
 ) -> Response[ErrorBody]:
-    detail = exc.extra if exc.extra else None
-    return Response(
-        ErrorBody(error=exc.detail, detail=detail),
-        status_code=exc.status_code,
-        headers=exc.headers,
-    )
+    if exc.status_code == 400:
+        body = _validation_error(exc)
+    else:
+        extra = exc.extra
+        body = ErrorBody(error=exc.detail, detail=list(extra) if isinstance(extra, list) and extra else None)
+    return Response(body, status_code=exc.status_code, headers=exc.headers)
 
 
 def internal_error_handler(

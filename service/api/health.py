@@ -10,6 +10,7 @@ from litestar.openapi import ResponseSpec
 
 from service.db import repo
 from service.db.pool import describe_error
+from service.db.supervisor import DatabaseStatus
 from service.domain.types import Base
 from service.state import get_state
 
@@ -31,11 +32,14 @@ class Ready(Base, frozen=True):
     """Phase 3 can answer: the model is loaded and its vectors are complete."""
     embedding_model: str | None = None
     semantic_error: str | None = None
+    database: DatabaseStatus | None = None
+    """Supervision: mode, state, restarts of the embedded server and the last one."""
 
 
 class NotReady(Base, frozen=True):
     ready: bool
     reason: str
+    database: DatabaseStatus | None = None
 
 
 @get("/health", summary="Liveness: the process answers", sync_to_thread=False)
@@ -52,17 +56,19 @@ def health() -> Health:
 )
 async def ready(state: State) -> Response[Ready | NotReady]:
     st = get_state(state)
-    if st.not_ready_reason is not None or st.pool is None:
-        return _not_ready(st.not_ready_reason or "database pool is not open")
+    db = st.database.status() if st.database is not None else None
+    reason = (st.database.not_ready_reason() if st.database is not None else None) or st.not_ready_reason
+    if reason is not None or st.pool is None:
+        return _not_ready(reason or "database pool is not open", db)
     try:
         counts = await asyncio.wait_for(repo.corpus_counts(st.pool), READY_QUERY_TIMEOUT_S)
     except Exception as err:  # any failure here means "cannot serve", not a crash
-        return _not_ready(f"database unreachable: {describe_error(err)}")
+        return _not_ready(f"database unreachable: {describe_error(err)}", db)
     semantic = st.semantic
     if counts.migration_version < st.expected_migration:
         return _not_ready(
             f"migrations behind: database at {counts.migration_version},"
-            f" code expects {st.expected_migration}"
+            f" code expects {st.expected_migration}", db
         )
     return Response(
         Ready(
@@ -72,10 +78,11 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             semantic_ready=semantic is not None and semantic.serving_model is not None and not semantic.indexing,
             embedding_model=semantic.serving_model if semantic else None,
             semantic_error=semantic.error if semantic else None,
+            database=db,
         ),
         status_code=200,
     )
 
 
-def _not_ready(reason: str) -> Response[Ready | NotReady]:
-    return Response(NotReady(ready=False, reason=reason), status_code=503)
+def _not_ready(reason: str, db: DatabaseStatus | None = None) -> Response[Ready | NotReady]:
+    return Response(NotReady(ready=False, reason=reason, database=db), status_code=503)

@@ -18,13 +18,17 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Request, Response, delete, get, post, put
+from litestar import HttpMethod, Request, Response, delete, get, post, put, route
 from litestar.datastructures import State
-from litestar.exceptions import ClientException, NotFoundException, ServiceUnavailableException
+from litestar.exceptions import ClientException, NotFoundException
+from litestar.openapi import ResponseSpec
 from litestar.params import Body, FromPath
 
 from service.api.auth import admin_guard
+from service.api.body import strict_body
 from service.api.errors import client_errors
+from service.api.openapi import FlagOverrideOperation, OptionalBodyOperation
+from service.api.unavailable import database_write, require_pool
 from service.domain.types import Base
 from service.flags import FlagError
 from service.operations import OPS_KEY, Operations
@@ -45,14 +49,30 @@ def _actor(request: Request[Any, Any, Any]) -> str:
     return request.client.host if request.client else ""
 
 
-def _changes(data: dict[str, Any]) -> dict[str, Any]:
+def _changes(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ClientException(status_code=400, detail="send {\"name\": ..., \"value\": ...} or a map",
+                              extra=[{"field": "(body)", "message": "expected a JSON object"}])
     if set(data) == {"name", "value"}:
         name = data["name"]
         if not isinstance(name, str):
             raise ClientException(status_code=400, detail="`name` must be a flag name (a string)",
-                                  extra=[{"field": "name"}])
+                                  extra=[{"field": "name", "message": "expected a flag name"}])
         return {name: data["value"]}
     return data
+
+
+@route("/admin/flags", http_method=[HttpMethod.OPTIONS], include_in_schema=False,
+       sync_to_thread=False)
+def flags_options(request: Request[Any, Any, Any]) -> Response[None]:
+    """OPTIONS /admin/flags, registered before GET and PUT.
+
+    Litestar 2.25 builds the automatic OPTIONS handler for the first handler
+    registered on a path and keeps it when another method joins the route, so
+    `Allow` said `GET, OPTIONS`; this one reads the route's methods when asked.
+    """
+    methods = {m for r in request.app.routes if r.path == request.url.path for m in r.methods}
+    return Response(None, status_code=204, headers={"Allow": ", ".join(sorted(methods))})
 
 
 @get("/admin/flags", guards=[admin_guard], responses=client_errors(401, 403),
@@ -70,8 +90,8 @@ async def get_flags(state: State) -> dict[str, Any]:
     return body
 
 
-@put("/admin/flags", guards=[admin_guard], status_code=200,
-     responses=client_errors(400, 401, 403, 503),
+@put("/admin/flags", guards=[admin_guard], status_code=200, responses=client_errors(400, 401, 403, 413, 415, 503),
+     operation_class=FlagOverrideOperation,
      summary="Set runtime overrides: {name, value} or a map of flag → value")
 async def put_flags(
     state: State, request: Request[Any, Any, Any],
@@ -82,14 +102,16 @@ async def put_flags(
     try:
         ops.store.validate(changes)
     except FlagError as err:
-        field = next((name for name in changes if f"`{name}`" in str(err)), None)
+        named = [name for name in changes if f"`{name}`" in str(err)] or ["(body)"]
         raise ClientException(status_code=400, detail=str(err),
-                              extra=[{"field": field or "(body)"}]) from err
-    pool = get_state(state).pool
-    if pool is None:
-        raise ServiceUnavailableException("the database is not ready yet")
-    done = await ops.store.set(pool, changes, _actor(request))
-    return {"changed": [{"name": c.name, "old_value": c.old_value, "new_value": c.new_value} for c in done],
+                              extra=[{"field": name, "message": str(err)} for name in named]) from err
+    # Stored first, applied after the commit: a change the database did not take is
+    # refused (503), never kept only in this replica's memory.
+    pool = require_pool(get_state(state), "flag change")
+    async with database_write("flag change"):
+        done = await ops.store.set(pool, changes, _actor(request))
+    return {"changed": [{"name": c.name, "old_value": c.old_value, "new_value": c.new_value}
+                        for c in done],
             "overrides": ops.store.overrides}
 
 
@@ -97,23 +119,24 @@ async def put_flags(
         responses=client_errors(401, 403, 404, 503), summary="Drop a runtime override")
 async def delete_flag(state: State, request: Request[Any, Any, Any], name: FromPath[str]) -> dict[str, Any]:
     ops = operations_of(state)
-    pool = get_state(state).pool
-    if pool is None:
-        raise ServiceUnavailableException("the database is not ready yet")
-    change = await ops.store.delete(pool, name, _actor(request))
+    pool = require_pool(get_state(state), "flag change")
+    async with database_write("flag change"):
+        change = await ops.store.delete(pool, name, _actor(request))
     if change is None:
         raise NotFoundException(f"no override for `{name}`")
     return {"deleted": name, "old_value": change.old_value, "overrides": ops.store.overrides}
 
 
-@post("/admin/kill", guards=[admin_guard], status_code=200, responses=client_errors(400, 401, 403),
+@post("/admin/kill", guards=[admin_guard], status_code=200,
+      responses=client_errors(400, 401, 403, 413, 415), operation_class=OptionalBodyOperation,
       summary="Disable retrieval now (until POST /admin/reset)")
 async def kill(
-    state: State,
+    state: State, request: Request[Any, Any, Any],
     data: Annotated[KillRequest | None, Body(description='optional {"reason": "..."}')] = None,
 ) -> dict[str, Any]:
+    body = await strict_body(request, KillRequest, optional=True)
     ops = operations_of(state)
-    ops.kill_switch.kill((data or KillRequest()).reason)
+    ops.kill_switch.kill((body or KillRequest()).reason)
     return ops.describe()["kill_switch"]  # type: ignore[no-any-return]
 
 
@@ -125,9 +148,16 @@ async def reset(state: State) -> dict[str, Any]:
     return ops.describe()["kill_switch"]  # type: ignore[no-any-return]
 
 
-@get("/metrics", summary="Prometheus metrics", include_in_schema=True, sync_to_thread=False)
+# Litestar appends "; charset=utf-8" to every text/* media type itself.
+METRICS_MEDIA_TYPE = PROMETHEUS_CONTENT_TYPE.split("; charset=")[0]
+
+
+@get("/metrics", summary="Prometheus metrics (text exposition format 0.0.4)", sync_to_thread=False,
+     media_type=METRICS_MEDIA_TYPE,
+     responses={200: ResponseSpec(data_container=str, media_type=METRICS_MEDIA_TYPE,
+                                  description="Prometheus text format", generate_examples=False)})
 def metrics(state: State) -> Response[bytes]:
-    return Response(operations_of(state).telemetry.metrics_text(), media_type=PROMETHEUS_CONTENT_TYPE)
+    return Response(operations_of(state).telemetry.metrics_text(), media_type=METRICS_MEDIA_TYPE)
 
 
-ROUTES = [get_flags, put_flags, delete_flag, kill, reset, metrics]
+ROUTES = [flags_options, get_flags, put_flags, delete_flag, kill, reset, metrics]

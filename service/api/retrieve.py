@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from litestar import Request, post
@@ -10,6 +11,7 @@ from litestar.exceptions import ValidationException
 from litestar.params import JSONBody
 
 from service.api.body import strict_required
+from service.api.documents import check_category, corpus_categories
 from service.api.errors import client_errors
 from service.api.schemas import (
     MAX_QUERY_CHARS,
@@ -18,26 +20,26 @@ from service.api.schemas import (
     RetrievalResult,
     RetrieveRequest,
     RetrieveResponse,
+    check_top_k,
 )
 from service.domain.outcome import Outcome
-from service.domain.types import CATEGORIES, Evidence, Option
+from service.domain.types import Evidence, Option
 from service.normalize.text import clean
 from service.pipeline import Pipeline, RetrieveParams
+from service.state import get_state
 
 PIPELINE_KEY = "pipeline"
 
 
-def validate_request(data: RetrieveRequest) -> RetrieveParams:
-    """The checks msgspec cannot express: trimmed length, category names."""
+def validate_request(data: RetrieveRequest, categories: Sequence[str] = ()) -> RetrieveParams:
+    """The checks msgspec cannot express: trimmed length, the corpus's category names."""
     query = clean(data.query)
     if not 1 <= len(query) <= MAX_QUERY_CHARS:
         raise ValidationException(
-            f"query must be 1–{MAX_QUERY_CHARS} characters after trimming (got {len(query)})"
+            f"query must be 1–{MAX_QUERY_CHARS} characters after trimming (got {len(query)})",
+            extra=[{"field": "query", "message": f"{len(query)} characters after cleaning"}],
         )
-    if data.category is not None and data.category not in CATEGORIES:
-        raise ValidationException(
-            f"unknown category {data.category!r}; valid categories: {', '.join(CATEGORIES)}"
-        )
+    check_category(data.category, categories)
     return RetrieveParams(query=query, phase_cap=data.phase, top_k=data.top_k, category=data.category)
 
 
@@ -55,6 +57,7 @@ def result_of(evidence: Evidence) -> RetrievalResult:
         match_explain=list(evidence.match_explain) or None,
         chunk_index=evidence.chunk_index,
         chunk_hash=evidence.chunk_hash,
+        anchor=evidence.anchor,
     )
 
 
@@ -86,8 +89,10 @@ def pipeline_of(state: State) -> Pipeline:
 async def retrieve(
     data: JSONBody[RetrieveRequest], state: State, request: Request[Any, Any, Any]
 ) -> RetrieveResponse:
-    params = validate_request(await strict_required(request, RetrieveRequest))
+    categories = corpus_categories(get_state(state))
+    params = validate_request(await strict_required(request, RetrieveRequest), categories)
     pipeline = pipeline_of(state)
+    check_top_k(params.top_k, pipeline.flags())
     return response_of(await pipeline.run_request(params))
 
 

@@ -5,21 +5,50 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
+from litestar.exceptions import ValidationException
 
 from service.domain.types import Base
+from service.flags import Flags
 
 Status = Literal["answer", "clarify", "no_match", "disabled"]
 
 MAX_QUERY_CHARS = 500
+"""The one query limit: characters after cleaning (NFKC, controls and invisible
+characters out, whitespace collapsed, trimmed); the body limit bounds the raw text."""
+
+QUERY_DESCRIPTION = (
+    f"1–{MAX_QUERY_CHARS} characters after cleaning: NFKC-normalised, control and invisible "
+    "format characters removed, runs of whitespace collapsed, trimmed"
+)
+# minLength is published (an empty string is refused) but checked by the handler,
+# so every query-length problem gets the same message (the limit is after cleaning).
+Query = Annotated[str, msgspec.Meta(description=QUERY_DESCRIPTION, extra_json_schema={"minLength": 1})]
+
+TOP_K_FLAG = "retrieval.max_top_k"
 
 
 class RetrieveRequest(Base, frozen=True):
-    """`query` is 1–500 characters after trimming; `phase` caps the phase used."""
+    """`query` is 1–500 characters after cleaning; `phase` caps the phase used."""
 
-    query: Annotated[str, msgspec.Meta(max_length=4 * MAX_QUERY_CHARS, description="1–500 characters after trimming")]
+    query: Query
     phase: Annotated[int, msgspec.Meta(ge=1, le=3)] | None = None
-    top_k: Annotated[int, msgspec.Meta(ge=1, le=10)] | None = None
-    category: Annotated[str, msgspec.Meta(max_length=64, description="concepts | widgets | actions")] | None = None
+    top_k: Annotated[int, msgspec.Meta(
+        ge=1, description=f"results wanted; at most the flag `{TOP_K_FLAG}` (the schema's maximum)",
+    )] | None = None
+    category: Annotated[str, msgspec.Meta(
+        max_length=64,
+        description="one of the loaded corpus's categories (GET /documents lists them); another answers 400 naming them",
+    )] | None = None
+
+
+def check_top_k(top_k: int | None, flags: Flags) -> None:
+    """`top_k` against the flag in force (a runtime override moves it)."""
+    limit = flags.retrieval.max_top_k
+    if top_k is not None and top_k > limit:
+        raise ValidationException(
+            f"`top_k`: at most {limit} (flag `{TOP_K_FLAG}`), got {top_k}",
+            extra=[{"field": "top_k", "message": f"at most {limit}, got {top_k}"}],
+        )
 
 
 class OptionOut(Base, frozen=True):
@@ -43,6 +72,8 @@ class RetrievalResult(Base, frozen=True):
     match_explain: list[str] | None = None
     chunk_index: int | None = None
     chunk_hash: str | None = None
+    anchor: str | None = None
+    """The chunk's heading as a URL fragment (`pin-a-command`; "" = top of the page)."""
 
 
 class FallbackStep(Base, frozen=True):

@@ -35,18 +35,12 @@ from service.db.server import run_with_database
 from service.evaluation.command import say
 from service.flags import Flags, load_flags
 from service.settings import PROJECT_ROOT, Settings
+from service.stats import summary
 
 GOLDEN_FILE = "navigation.yaml"
 """Under GOLDEN_DIR (settings.golden_dir)."""
 
 
-def pct(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "p50": round(pct(values, 50), 3), "p95": round(pct(values, 95), 3),
-            "p99": round(pct(values, 99), 3)}
 
 
 def golden_queries() -> list[str]:
@@ -58,6 +52,7 @@ def golden_queries() -> list[str]:
 
 async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: Any, cache_size: int) -> Any:
     from service.db.repo import load_chunks, load_documents
+    from service.embedding.batcher import QueryBatcher
     from service.normalize.lexicon import load_synonyms
     from service.pipeline import Pipeline, SemanticLeg
     from service.scoring.glossary import Glossary, load_glossary
@@ -72,7 +67,8 @@ async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: 
     async def model() -> str | None:
         return str(embedder.model_name)
 
-    pipeline.semantic = SemanticLeg(embedder=embedder, cache=QueryEmbeddingCache(cache_size),
+    batcher = QueryBatcher(embedder, lambda: flags.embedding)
+    pipeline.semantic = SemanticLeg(embedder=batcher, cache=QueryEmbeddingCache(cache_size),
                                     pool=lambda: pool, model=model)
     return pipeline
 
@@ -117,9 +113,8 @@ def free_port() -> int:
 
 
 async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
-    import httpx
-
     from service.loadgen import run_load
+    from service.readiness import wait_url_ready
 
     port = free_port()
     data_dir = Path(tempfile.mkdtemp(prefix="bench-serve-"))
@@ -131,34 +126,34 @@ async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
     )
     out: dict[str, Any] = {"pid": proc.pid}
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                try:
-                    ready = await client.get("/ready")
-                    if ready.status_code == 200 and ready.json().get("semantic_ready", True):
-                        break
-                except httpx.HTTPError:
-                    pass
-                await asyncio.sleep(0.5)
-            else:
-                raise TimeoutError("server not ready")
+        await wait_url_ready(f"http://127.0.0.1:{port}", timeout_s=300)
         queries = golden_queries()
         import psutil
 
         server = psutil.Process(proc.pid)
-        plan: list[tuple[str, list[dict[str, Any]] | None]] = [("/health", None)] + [
-            (f"/retrieve phase {p}", [{"query": q, "phase": p} for q in queries]) for p in (1, 2, 3)
-        ]
+
+        def unique(phase: int) -> Any:
+            # A different text on every request: the query cache cannot answer.
+            return lambda i: {"query": f"{queries[i % len(queries)]} {i}", "phase": phase}
+
+        def repeated(phase: int) -> Any:
+            return lambda i: {"query": queries[i % len(queries)], "phase": phase}
+
+        plan: list[tuple[str, int | None, Any]] = [("/health", None, None)] + [
+            (f"/retrieve cap {p} (unique queries)", p, unique(p)) for p in (1, 2, 3)
+        ] + [("/retrieve cap 3 (golden repeated: query cache on)", 3, repeated(3))]
         url = f"http://127.0.0.1:{port}"
-        for target, bodies in plan:
-            path = "/health" if bodies is None else "/retrieve"
-            make_body = None if bodies is None else (lambda i, b=bodies: b[i % len(b)])
+        for target, phase, make_body in plan:
+            path = "/health" if make_body is None else "/retrieve"
             for c in levels:
                 r = await run_load(url, make_body, c, seconds, path)
                 out[f"{target} c={c}"] = {"rps": r.rps, "p50": r.p50_ms, "p95": r.p95_ms,
-                                          "p99": r.p99_ms, "errors": r.errors}
-                say(f"http {target} c={c}: {r.rps:.0f} req/s p95 {r.p95_ms:.2f} ms errors {r.errors}")
+                                          "p99": r.p99_ms, "errors": r.errors, "answered": r.answered(),
+                                          "warnings": r.warnings(phase)}
+                say(f"http {target} c={c}: {r.rps:.0f} req/s p95 {r.p95_ms:.2f} ms errors {r.errors}"
+                    + (f" answered: {r.answered()}" if r.answered_by else ""))
+                for warning in r.warnings(phase):
+                    say(f"  warning: {warning}")
         out["server_rss_mb"] = round(server.memory_info().rss / 2**20, 1)
     finally:
         proc.terminate()
@@ -291,7 +286,7 @@ async def _fresh(admin_dsn: str, name: str, settings: Settings) -> str:
 
 async def in_process(admin_dsn: str, settings: Settings, flags: Flags, quick: bool) -> dict[str, Any]:
     from service.db.pool import create_pool
-    from service.ingest.embedder import Embedder
+    from service.embedding.backends import load_embedder, onnx_cache_dir
     from service.ingest.indexer import index_embeddings
     from service.ingest.seeder import default_chunker, seed
 
@@ -300,7 +295,7 @@ async def in_process(admin_dsn: str, settings: Settings, flags: Flags, quick: bo
     results: dict[str, Any] = {}
     try:
         await seed(pool, settings.seeds_dir, default_chunker(flags.chunking.max_tokens))
-        embedder = Embedder(settings.embedding_model) if settings.embedding_model else Embedder()
+        embedder = load_embedder(flags.embedding.backend, settings.embedding_model, onnx_cache_dir(settings.data_dir))
         report = await index_embeddings(pool, embedder, batch_size=flags.embedding.batch_size, progress=lambda _l: None)
         results["embedding"] = {"chunks": report.embedded, "seconds": report.seconds,
                                 "chunks_per_s": round(report.chunks_per_second, 1)}
@@ -339,10 +334,13 @@ def write_outputs(out_dir: Path, results: dict[str, Any], quick: bool) -> str:
     emb = results["embedding"]
     lines += ["", f"Real embedding throughput (seed corpus, {emb['chunks']} chunks): {emb['chunks_per_s']} chunks/s.", ""]
     if "http" in results:
-        lines += ["| HTTP loopback | req/s | p50 ms | p95 ms | p99 ms | errors |", "|---|---|---|---|---|---|"]
+        lines += ["| HTTP loopback | req/s | p50 ms | p95 ms | p99 ms | errors | answered by |",
+                  "|---|---|---|---|---|---|---|"]
         for name, s in results["http"].items():
             if isinstance(s, dict):
-                lines.append(f"| {name} | {s['rps']} | {s['p50']} | {s['p95']} | {s['p99']} | {s['errors']} |")
+                warn = " ⚠ " + "; ".join(s["warnings"]) if s.get("warnings") else ""
+                lines.append(f"| {name} | {s['rps']} | {s['p50']} | {s['p95']} | {s['p99']} | {s['errors']} "
+                             f"| {s.get('answered', '')}{warn} |")
         lines += ["", f"Server RSS after the HTTP runs: {results['http'].get('server_rss_mb')} MB.", ""]
     lines += ["| scale (synthetic, vectors synthetic) | rows s | vectors+HNSW s | keyword index s | chunks/s | phase 2 p95 ms | phase 3 p95 ms | RSS MB | PostgreSQL MB |",
               "|---|---|---|---|---|---|---|---|---|"]
@@ -382,11 +380,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--quick", action="store_true", help="fewer repetitions, 10k only, 2 s per HTTP level")
     p.add_argument("--out", type=Path, default=Path("bench/results"))
     p.add_argument("--no-http", action="store_true")
+    p.add_argument("--embedding", action="store_true",
+                   help="only the embedding backends: cosine to torch, query batches, chunks/s, RSS")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     flags = load_flags(settings.flags_file)
+    if args.embedding:
+        return run_embedding(args, settings, flags)
     data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     local = settings.with_overrides(data_dir=data_dir / "pg")
     results: dict[str, Any] = run_with_database(local, lambda dsn: in_process(dsn, settings, flags, args.quick))
@@ -394,3 +396,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         results["http"] = asyncio.run(http_bench(2.0 if args.quick else 10.0, [1, 16, 64]))
     print(write_outputs(args.out, results, args.quick))
     return 0
+
+
+def run_embedding(args: argparse.Namespace, settings: Settings, flags: Flags) -> int:
+    from service.bench.embedding import compare, table
+    from service.embedding.backends import onnx_cache_dir
+
+    results = compare(settings.seeds_dir, flags.chunking.max_tokens, onnx_cache_dir(settings.data_dir), args.quick)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "embedding.json").write_text(json.dumps(results, indent=2) + "\n")
+    text = table(results)
+    (args.out / "embedding.md").write_text(text)
+    print(text)
+    return 0 if all("error" not in r for r in results.values()) else 1

@@ -90,6 +90,20 @@
     }
   }
 
+  // The corpus's own categories (GET /documents), refreshed with the status:
+  // a re-seed may bring new ones. The current choice is kept when still valid.
+  async function refreshCategories() {
+    const res = await api("GET", "/documents");
+    if (!res.ok || !res.data || !Array.isArray(res.data.categories)) return;
+    const select = $("category");
+    const chosen = select.value;
+    const wanted = ["", ...res.data.categories];
+    const have = Array.from(select.options).map((o) => o.value);
+    if (wanted.join("\n") === have.join("\n")) return;
+    select.replaceChildren(...wanted.map((c) => el("option", { value: c, text: c || "any" })));
+    select.value = wanted.includes(chosen) ? chosen : "";
+  }
+
   // ---------------------------------------------------------------- retrieve
   function evidenceTable(results) {
     if (!results || results.length === 0) return el("p", { class: "empty", text: "No evidence." });
@@ -547,8 +561,10 @@
     setToken(null, "");
     drawChart();
     refreshReady();
+    refreshCategories();
     state.timer = window.setInterval(tick, REFRESH_MS);
     window.setInterval(refreshReady, 10000);
+    window.setInterval(refreshCategories, 10000);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

@@ -28,9 +28,15 @@ RECENT_MESSAGES = "Recent messages"
 SECTION_ORDER: tuple[str, ...] = (CORE_CONCEPTS, DOCUMENTATION, UI_CONTEXT, WIDGET_STATES, RECENT_MESSAGES)
 
 
-Budget = ContextFlags
-"""Token budgets per section (heading included) and in total: the `context`
-flags with a request's overrides applied (the defaults live in the flags schema)."""
+class Budget(ContextFlags, frozen=True):
+    """Token budgets per section (heading included) and in total: the `context`
+    flags with a request's overrides applied (the defaults live in the flags schema)."""
+
+    def __post_init__(self) -> None:
+        # The flags' consistency rule (total >= core concepts + documentation) is
+        # for the configured defaults; a request may ask for less in total, and the
+        # builder then drops or trims what does not fit (listed in `dropped`).
+        pass
 
 
 def budget_of(flags: ContextFlags, overrides: Mapping[str, int | None] | None = None) -> Budget:
@@ -41,7 +47,7 @@ def budget_of(flags: ContextFlags, overrides: Mapping[str, int | None] | None = 
         raise ValueError(f"unknown budget keys: {', '.join(sorted(unknown))}")
     if any(v < 1 for v in chosen.values()):
         raise ValueError("budgets must be positive integers")
-    return msgspec.structs.replace(flags, **chosen)
+    return Budget(**(msgspec.structs.asdict(flags) | chosen))
 
 
 def section_budget(budget: Budget, name: str) -> int:

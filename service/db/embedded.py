@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -56,7 +57,14 @@ POSTGRES_BIN_PATH = _bin_path()
 
 
 class EmbeddedPostgresError(RuntimeError):
-    """The embedded server could not be prepared, started or stopped."""
+    """The embedded server could not be prepared, started or stopped.
+
+    `server_message` is PostgreSQL's (or pg_ctl's) own words, for `/ready`.
+    """
+
+    def __init__(self, message: str, server_message: str | None = None) -> None:
+        super().__init__(message)
+        self.server_message = server_message or message.splitlines()[0]
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,9 @@ class EmbeddedPostgres:
         self._lock_file: IO[str] | None = None
         self._owner = False
         self._dsn: str | None = None
+        self._port: int | None = None
+        """The port in use: a restart reuses it, so the DSN stays valid."""
+        self._postmaster: psutil.Process | None = None
         self._run_as = SYSTEM_USER_WHEN_ROOT if os.geteuid() == 0 else None
 
     # -- public -----------------------------------------------------------
@@ -164,11 +175,39 @@ class EmbeddedPostgres:
                     _terminate(info.pid)
             log.info("embedded PostgreSQL stopped (%s)", self.data_dir)
         self._dsn = None
+        self._port = None
+        self._postmaster = None
         self._unlock()
 
     def postmaster_pid(self) -> int | None:
         info = PostmasterPid.read(self.data_dir)
         return info.pid if info is not None else None
+
+    def running(self) -> bool:
+        """True while the postmaster this object started is alive (cheap: no I/O
+        beyond /proc). False for a server it only attached to: not ours to watch."""
+        proc = self._postmaster
+        if not self._owner or proc is None:
+            return False
+        try:
+            alive = bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
+        except psutil.NoSuchProcess:
+            alive = False
+        if not alive:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(proc.pid, os.WNOHANG)  # reap it if we are its parent (PID 1)
+        return alive
+
+    def restart(self) -> str:
+        """Start the server again on the same data directory and port after it
+        died (crash recovery replays the WAL). Blocking; owner only."""
+        if not self._owner or self._dsn is None:
+            raise EmbeddedPostgresError("only the process that started the server restarts it")
+        self._clear_leftovers()
+        dsn = self._pg_start()
+        if dsn != self._dsn:  # cannot happen while the port is kept; guard the invariant
+            raise EmbeddedPostgresError(f"restarted server has a different address: {dsn}")
+        return dsn
 
     # -- locking ----------------------------------------------------------
     def _try_lock(self) -> bool:
@@ -287,19 +326,30 @@ class EmbeddedPostgres:
         if self.tcp_port is None:
             port, listen = 5432, "''"  # the socket lives in our own directory: no clash
         else:
-            port, listen = self.tcp_port or free_port(), "127.0.0.1"
+            port, listen = self._port or self.tcp_port or free_port(), "127.0.0.1"
+        self._port = port
         opts = f"-h {listen} -p {port} -k {shlex.quote(str(socket_dir))}"
+        log_file = self.data_dir / "postgres.log"
+        log_start = log_file.stat().st_size if log_file.exists() else 0
         try:
             self._pg_ctl(
-                ["-w", "-t", str(START_TIMEOUT_S), "-l", str(self.data_dir / "postgres.log"),
-                 "-o", opts, "start"],
+                ["-w", "-t", str(START_TIMEOUT_S), "-l", str(log_file), "-o", opts, "start"],
                 check=True,
             )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
+            output = err.output if isinstance(err.output, str) else ""
             raise EmbeddedPostgresError(
-                f"PostgreSQL did not start; log tail:\n{self._log_tail()}"
+                f"PostgreSQL did not start; log tail:\n{self._log_tail()}",
+                server_message=_server_message(log_file, log_start, output),
             ) from err
-        log.info("embedded PostgreSQL running (%s, port %s)", self.data_dir, port)
+        info = PostmasterPid.read(self.data_dir)
+        self._postmaster = None
+        if info is not None:
+            with contextlib.suppress(psutil.Error):
+                self._postmaster = psutil.Process(info.pid)
+        where = (f"Unix socket {socket_dir}/.s.PGSQL.{port} only" if self.tcp_port is None
+                 else f"127.0.0.1:{port} and a Unix socket in {socket_dir}")
+        log.info("embedded PostgreSQL running (%s; %s)", self.data_dir, where)
         return _dsn(str(socket_dir), port)
 
     # -- helpers ----------------------------------------------------------
@@ -318,8 +368,9 @@ class EmbeddedPostgres:
             )
             if check and result.returncode != 0:
                 out.seek(0)
-                log.error("%s failed (%s): %s", exe, result.returncode, out.read()[-2000:])
-                raise subprocess.CalledProcessError(result.returncode, result.args)
+                output = out.read()[-2000:]
+                log.error("%s failed (%s): %s", exe, result.returncode, output)
+                raise subprocess.CalledProcessError(result.returncode, result.args, output)
 
     def _chown(self, path: Path) -> None:
         if self._run_as is not None:
@@ -333,6 +384,28 @@ class EmbeddedPostgres:
             return (self.data_dir / "postgres.log").read_text(errors="replace")[-2000:]
         except OSError:
             return "(no log)"
+
+
+# "2026-11-22 17:43:51.413 UTC [729] FATAL:  could not ..." → "FATAL: could not ..."
+_LOG_PREFIX = re.compile(r"^.*?\b(LOG|WARNING|ERROR|FATAL|PANIC):\s+")
+
+
+def _server_message(log_file: Path, offset: int, pg_ctl_output: str) -> str:
+    """PostgreSQL's own reason for a failed start: the FATAL/PANIC lines (and a
+    `could not ...` line before them) it logged during this attempt, else pg_ctl's
+    last words."""
+    try:
+        with log_file.open("rb") as handle:
+            handle.seek(offset)
+            text = handle.read(64 * 1024).decode(errors="replace")
+    except OSError:
+        text = ""
+    wanted = [_LOG_PREFIX.sub(r"\1: ", line.strip()) for line in text.splitlines()
+              if any(tag in line for tag in ("FATAL:", "PANIC:", "could not"))]
+    if wanted:
+        return " | ".join(wanted[-3:])
+    lines = [line.strip() for line in pg_ctl_output.splitlines() if line.strip()]
+    return " | ".join(lines[-2:]) if lines else "PostgreSQL did not start (no message)"
 
 
 def _dsn(socket_dir: str, port: int) -> str:

@@ -10,8 +10,6 @@ from typing import Literal
 
 import msgspec
 
-CATEGORIES: tuple[str, ...] = ("concepts", "widgets", "actions")
-
 Source = Literal["keyword", "hybrid", "embedding", "cache"]
 Intent = Literal["explain", "navigate", "lookup"]
 QueryType = Literal["exact", "semantic", "mixed"]
@@ -46,6 +44,8 @@ class Chunk(Base, frozen=True):
     keywords: tuple[str, ...]
     chunk_hash: str
     token_count: int
+    anchor: str = ""
+    """URL fragment of the chunk's heading (`pin-a-command`); "" before the first heading."""
 
     @property
     def chunk_id(self) -> str:
@@ -103,6 +103,8 @@ class Evidence(Base, frozen=True):
     the decision's confidence stays on the scale its thresholds were set on."""
     title_or_keyword_hit: bool = False
     exact_title_phrase: bool = False
+    anchor: str | None = None
+    """The chunk's heading as a URL fragment (set by the pipeline from the corpus)."""
 
 
 class Option(Base, frozen=True):

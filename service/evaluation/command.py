@@ -179,7 +179,7 @@ async def run_eval(
         say(f"keyword indexes: {len(docs)} documents, {len(chunks)} chunks in {time.perf_counter() - t0:.1f}s")
         need_model = 3 in phases or baselines
         if need_model and embedder is None:
-            embedder = load_cached_embedder(settings)
+            embedder = load_cached_embedder(settings, flags.embedding.backend)
         if 3 in phases:
             report = await index_embeddings(
                 pool, embedder, batch_size=flags.embedding.batch_size,
@@ -219,14 +219,16 @@ async def run_eval(
     return results
 
 
-def load_cached_embedder(settings: Settings) -> Any:
+def load_cached_embedder(settings: Settings, backend: str = "torch") -> Any:
+    from service.embedding.backends import load_embedder, onnx_cache_dir
     from service.evaluation.cache import CachedEmbedder
-    from service.ingest.embedder import Embedder
 
     t0 = time.perf_counter()
-    inner = Embedder(settings.embedding_model) if settings.embedding_model else Embedder()
-    say(f"model {inner.model_name} loaded in {time.perf_counter() - t0:.1f}s")
-    return CachedEmbedder(inner, CACHE_DIR)
+    inner = load_embedder(backend, settings.embedding_model, onnx_cache_dir(settings.data_dir))
+    say(f"model {inner.model_name} ({backend}) loaded in {time.perf_counter() - t0:.1f}s")
+    # Per backend: interchangeable backends share a model name, and a measurement
+    # of one backend must not be served the other's cached vectors.
+    return CachedEmbedder(inner, CACHE_DIR if backend == "torch" else CACHE_DIR / backend)
 
 
 async def hybrid_legs(

@@ -35,6 +35,15 @@ class PassageEmbedder(Protocol):
     def embed_passages(self, items: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]: ...
 
 
+class AsyncPassageEmbedder(Protocol):
+    """Document embedding elsewhere (service/embedding/remote.py): awaited, not threaded."""
+
+    model_name: str
+    dim: int
+
+    async def embed_passages_async(self, items: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]: ...
+
+
 class IndexReport(Base, frozen=True):
     embedded: int
     reused: int
@@ -87,7 +96,7 @@ _UPSERT_SQL = """
 
 async def index_embeddings(
     pool: Any,
-    embedder: PassageEmbedder,
+    embedder: PassageEmbedder | AsyncPassageEmbedder,
     batch_size: int = 64,
     progress: Progress | None = None,
 ) -> IndexReport:
@@ -112,9 +121,11 @@ async def index_embeddings(
     done = 0
     for start in range(0, len(todo), max(1, batch_size)):
         batch = todo[start : start + batch_size]
-        vectors = await on_model_thread(
-            embedder.embed_passages, [(context, text) for _, _, _, context, text in batch]
-        )
+        items = [(context, text) for _, _, _, context, text in batch]
+        if hasattr(embedder, "embed_passages_async"):
+            vectors = await embedder.embed_passages_async(items)
+        else:
+            vectors = await on_model_thread(embedder.embed_passages, items)
         await pool.executemany(
             _UPSERT_SQL,
             [

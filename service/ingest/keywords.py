@@ -3,7 +3,9 @@
 How: the title and every Markdown heading count three times, body text once.
 Words are lower-cased runs of letters/digits/hyphens of at least three
 characters, minus English stopwords, generic documentation verbs and pure
-numbers; code spans, URLs and link targets are dropped first. Terms are ranked
+numbers.  The text comes from the page's one parse (service/ingest/parse.py):
+plain prose without code (fenced, indented or inline), link targets, images
+or markup, so every code block is out whatever its fence (``` or ~~~). Terms are ranked
 by weighted frequency, ties broken by first appearance, and the top
 `MAX_KEYWORDS` are kept. Deterministic: same text, same keywords.
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+
+from service.ingest.parse import ParsedPage
 
 MAX_KEYWORDS = 8
 HEADING_WEIGHT = 3
@@ -37,33 +41,19 @@ STOPWORDS = frozenset(
     )
 )
 
-_CODE_BLOCK = re.compile(r"```.*?```", re.DOTALL)
-_INLINE_CODE = re.compile(r"`[^`]*`")
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")  # keep the link text, drop the target
 _URL = re.compile(r"https?://\S+")
-_HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.MULTILINE)
 _WORD = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
-def _clean(text: str) -> str:
-    text = _CODE_BLOCK.sub(" ", text)
-    text = _INLINE_CODE.sub(" ", text)
-    text = _LINK.sub(r"\1", text)
-    return _URL.sub(" ", text)
-
-
 def _words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOPWORDS]
+    return [w for w in _WORD.findall(_URL.sub(" ", text).lower()) if len(w) >= 3 and w not in STOPWORDS]
 
 
-def extract_keywords(title: str, body: str, limit: int = MAX_KEYWORDS) -> tuple[str, ...]:
-    """Top terms of a document, most important first (see module docstring)."""
-    body = _clean(body)
+def extract_keywords(title: str, page: ParsedPage, limit: int = MAX_KEYWORDS) -> tuple[str, ...]:
+    """Top terms of a page, most important first (see module docstring)."""
     scores: Counter[str] = Counter()
     first_seen: dict[str, int] = {}
-    headings = " ".join(_HEADING.findall(body))
-    plain = _HEADING.sub(" ", body)
-    ordered = [(title, HEADING_WEIGHT), (headings, HEADING_WEIGHT), (plain, 1)]
+    ordered = [(title, HEADING_WEIGHT), (" ".join(page.headings), HEADING_WEIGHT), (page.plain, 1)]
     for text, weight in ordered:
         for word in _words(text):
             scores[word] += weight

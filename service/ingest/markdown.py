@@ -1,35 +1,69 @@
-"""Parse one seed file (`seeds/<category>/<name>.md`) into a Document.
+"""A folder tree of Markdown files → Documents (any documentation set).
 
-A seed file starts with YAML front matter between two `---` lines:
-
-    ---
-    title: Workspace            # required
-    category: concepts          # required, must equal the folder name
-    keywords: [notes, entries]  # optional; extracted automatically when absent
-    summary: One line.          # optional; else the first body paragraph
-    slug: concepts/workspace    # optional; default <folder>/<file stem>
-    ---
-
-Every problem raises SeedFileError naming the file and the reason.
+Rules (README "Seeding"):
+- **Pages**: every `*.md` under the root, at any depth, except hidden paths
+  (`.git/`, `.obsidian/`), files whose name has no lower-case letter
+  (`README.md`, `LICENSE.md`, `SOURCE.md`, `BODY_ONLY_WORDS.md`: they describe
+  the corpus, they are not pages) and the globs of `seeding.ignore`.
+- **slug**: front matter `slug` or `permalink`, else the path relative to the
+  root without `.md`, each segment lower-cased with every run of characters
+  outside a–z0–9 turned into one `-` (`Plugins/Command palette.md` →
+  `plugins/command-palette`; Logseq's `A___B.md` → `a-b`). Two files with one
+  slug fail the seed naming both, with one exception taken from Logseq, where
+  a `title::` property names the page whatever its file is called: a colliding
+  outliner page whose `title::` gives another slug takes that one
+  (`term.page title.md` with `title:: custom page title` → `custom-page-title`,
+  next to `term___page title.md` → `term-page-title`).
+- **title**: front matter `title` (or the outliner `title::` property), else the
+  first `# ` heading, else the file name (percent-escapes decoded: Logseq
+  writes `?` as `%3F`).
+- **content**: the cleaned page; a page with properties only (a Logseq tag or
+  property page) gets its properties as text (`type: Command`), so it is kept
+  and findable rather than rejected.
+- **category**: front matter `category` (or `category::`), else the first folder
+  as a slug, else `seeding.default_category`.
+- **keywords**: front matter `keywords` (else extracted), plus `aliases` /
+  `alias::` and `tags` / `tags::`. Other keys are ignored, never rejected.
+- **summary**: front matter `summary`, else `description` / `description::`,
+  else the first paragraph, else the first block's text.
+Broken YAML fails the seed naming the file and line; nothing is written.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
-import re
 import unicodedata
-from pathlib import Path
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import unquote
 
 import msgspec
-import yaml
 
-from service.domain.types import CATEGORIES, Document
+from service.domain.types import Document
+from service.flags import SeedingFlags
 from service.ingest.keywords import extract_keywords
+from service.ingest.parse import (
+    FrontMatterError,
+    ParsedPage,
+    clean_inline,
+    name_slug,
+    parse_page,
+    property_values,
+)
 
-ALLOWED_KEYS = ("title", "category", "keywords", "summary", "slug")
 SUMMARY_MAX = 300
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusRules:
+    """The seeding flags that shape documents (flags.yaml `seeding:`)."""
+
+    default_category: str = SeedingFlags().default_category
+    ignore: tuple[str, ...] = ()
 
 
 class SeedFileError(ValueError):
@@ -65,109 +99,138 @@ def _decode(path: Path) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-def _split_front_matter(path: Path, text: str) -> tuple[dict[str, Any], str]:
-    lines = text.split("\n")
-    if not lines or lines[0].strip() != "---":
-        raise SeedFileError(path, "broken front matter: the file must start with a '---' line")
-    try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-    except StopIteration:
-        raise SeedFileError(path, "broken front matter: no closing '---' line") from None
-    try:
-        meta = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "invalid YAML"
-        raise SeedFileError(path, f"broken front matter: {problem}{where}") from None
-    if not isinstance(meta, dict):
-        raise SeedFileError(path, "broken front matter: expected 'key: value' pairs")
-    unknown = sorted(str(k) for k in meta if k not in ALLOWED_KEYS)
-    if unknown:
-        raise SeedFileError(
-            path, f"unknown front matter key(s) {unknown}; allowed: {', '.join(ALLOWED_KEYS)}"
-        )
-    return meta, "\n".join(lines[end + 1 :]).strip()
-
-
 def _string(path: Path, meta: dict[str, Any], key: str) -> str:
     value = meta.get(key)
     if value is None:
         return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
     if not isinstance(value, str):
         raise SeedFileError(path, f"'{key}' must be a string")
     return " ".join(value.split())
 
 
-def _keywords(path: Path, meta: dict[str, Any]) -> tuple[str, ...] | None:
-    value = meta.get("keywords")
+def _string_list(path: Path, meta: dict[str, Any], key: str) -> list[str] | None:
+    value = meta.get(key)
     if value is None:
         return None
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v.strip()] if key != "keywords" else None
     if not isinstance(value, list) or not all(isinstance(k, str) and k.strip() for k in value):
-        raise SeedFileError(path, "'keywords' must be a list of non-empty strings")
+        raise SeedFileError(path, f"'{key}' must be a list of non-empty strings")
+    return [str(k) for k in value]
+
+
+def _unique(words: Sequence[str]) -> tuple[str, ...]:
     seen: dict[str, None] = {}
-    for k in value:
-        seen.setdefault(" ".join(k.lower().split()), None)
+    for word in words:
+        key = " ".join(word.lower().split())
+        if key:
+            seen.setdefault(key, None)
     return tuple(seen)
 
 
-def first_paragraph(body: str) -> str:
-    """The first prose paragraph (not a heading, list or code), whitespace collapsed."""
-    for block in re.split(r"\n\s*\n", body):
-        block = block.strip()
-        if block and not block.startswith(("#", "```", "-", "*", "|", ">")):
-            text = " ".join(block.split())
-            return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1].rstrip() + "…"
-    return ""
+def _summary(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1].rstrip() + "…"
 
 
-def parse_document(path: Path, seeds_dir: Path) -> Document:
-    """Parse and validate one seed file."""
-    folder = path.parent.name
-    text = _decode(path)
-    meta, body = _split_front_matter(path, text)
-    title = _string(path, meta, "title")
-    if not title:
-        raise SeedFileError(path, "missing title in front matter")
-    category = _string(path, meta, "category")
-    if not category:
-        raise SeedFileError(path, "missing category in front matter")
-    if category not in CATEGORIES:
-        raise SeedFileError(
-            path, f"unknown category {category!r}; expected one of {', '.join(CATEGORIES)}"
-        )
-    if category != folder:
-        raise SeedFileError(path, f"category {category!r} does not match its folder {folder!r}")
-    if not body:
-        raise SeedFileError(path, "the document has no content after the front matter")
-    slug = _string(path, meta, "slug") or f"{folder}/{path.stem.lower()}"
-    if not _SLUG.match(slug) or not slug.startswith(category + "/"):
-        raise SeedFileError(path, f"invalid slug {slug!r}; expected '{category}/<name>'")
-    keywords = _keywords(path, meta)
-    if keywords is None:
-        keywords = extract_keywords(title, body)
-    summary = _string(path, meta, "summary") or first_paragraph(body)
-    return Document(
-        slug=slug,
-        category=category,
-        title=title,
-        content=body,
-        keywords=keywords,
-        summary=summary,
-        content_hash=content_hash(
-            title=title, category=category, keywords=keywords, summary=summary, content=body
-        ),
+def path_slug(relative: PurePosixPath, name: str | None = None) -> str:
+    """`Plugins/Command palette.md` → `plugins/command-palette` (`name` replaces the stem)."""
+    parts = [*relative.parts[:-1], name or relative.stem]
+    return "/".join(name_slug(p) or "-" for p in parts)
+
+
+_SKIPPED_PROPERTIES = ("title", "id", "collapsed", "public", "filters")
+
+
+def _properties_text(properties: dict[str, str]) -> str:
+    """`type:: [[Command]]` → `type: Command`, one line each (pages with nothing else)."""
+    return "\n".join(
+        f"{key}: {', '.join(property_values(value)) or clean_inline(value)}"
+        for key, value in properties.items() if key not in _SKIPPED_PROPERTIES and value.strip()
     )
 
 
-def seed_files(seeds_dir: Path) -> list[Path]:
-    """Markdown files one folder deep (`<category>/<name>.md`), sorted.
+@dataclass(frozen=True, slots=True)
+class CorpusPage:
+    """A parsed page: the document, its file and its parse (properties, links, anchors)."""
 
-    Files at the top level (synonyms, core concepts, READMEs) are not documents.
-    """
+    doc: Document
+    path: Path
+    page: ParsedPage
+
+
+def parse_document(path: Path, seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> Document:
+    """Parse and validate one page (module docstring)."""
+    return _parse_entry(path, seeds_dir, rules).doc
+
+
+def _parse_entry(path: Path, seeds_dir: Path, rules: CorpusRules) -> CorpusPage:
+    relative = PurePosixPath(path.relative_to(seeds_dir).as_posix())
+    try:
+        page = parse_page(_decode(path))
+    except FrontMatterError as err:
+        raise SeedFileError(path, str(err)) from None
+    meta, props = page.meta, page.properties
+    content = page.body if page.sections else _properties_text(props)
+    if not content.strip():
+        raise SeedFileError(path, "the document has no content")
+    name = " ".join(props.get("title", "").split())
+    title = _string(path, meta, "title") or name or page.h1 or unquote(relative.stem)
+    category = _string(path, meta, "category") or props.get("category", "").strip()
+    if not category:
+        category = name_slug(relative.parts[0]) if len(relative.parts) > 1 else rules.default_category
+    slug = (_string(path, meta, "slug") or _string(path, meta, "permalink")).strip("/")
+    slug = slug or path_slug(relative)
+    keywords = _keywords(path, page)
+    summary = (
+        _string(path, meta, "summary") or _string(path, meta, "description")
+        or _summary(clean_inline(props.get("description", "")))
+        or _summary(page.first_paragraph) or _summary(page.first_text)
+    )
+    return CorpusPage(doc=Document(
+        slug=slug,
+        category=category,
+        title=title,
+        content=content,
+        keywords=keywords,
+        summary=summary,
+        content_hash=content_hash(
+            title=title, category=category, keywords=keywords, summary=summary, content=content
+        ),
+    ), path=path, page=page)
+
+
+def _keywords(path: Path, page: ParsedPage) -> tuple[str, ...]:
+    meta, props = page.meta, page.properties
+    listed = _string_list(path, meta, "keywords")
+    title = _string(path, meta, "title") or props.get("title", "") or page.h1 or path.stem
+    base = listed if listed is not None else list(extract_keywords(title, page))
+    extra: list[str] = []
+    for key in ("aliases", "alias", "tags"):
+        extra.extend(_string_list(path, meta, key) or [])
+        if key in props:
+            extra.extend(property_values(props[key]))
+    return _unique([*base, *extra])
+
+
+def seed_files(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Path]:
+    """Pages under `seeds_dir` (module docstring), sorted."""
     if not seeds_dir.is_dir():
         raise FileNotFoundError(f"seeds directory {seeds_dir} does not exist")
-    return sorted(p for p in seeds_dir.glob("*/*.md") if p.is_file())
+    pages: list[Path] = []
+    for path in seeds_dir.rglob("*.md"):
+        relative = path.relative_to(seeds_dir)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+            continue
+        if not any(ch.islower() for ch in path.stem):
+            continue  # README, LICENSE, SOURCE: about the corpus, not pages
+        posix = relative.as_posix()
+        if any(fnmatch.fnmatchcase(posix, g) or fnmatch.fnmatchcase(path.name, g) for g in rules.ignore):
+            continue
+        pages.append(path)
+    return sorted(pages)
 
 
 class SeedError(ValueError):
@@ -178,23 +241,44 @@ class SeedError(ValueError):
         self.errors = errors
 
 
-def parse_seeds(seeds_dir: Path) -> list[Document]:
-    """Parse every seed file; raise SeedError listing all bad files, or none."""
-    documents: list[Document] = []
+def parse_seeds(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Document]:
+    """Parse every page; raise SeedError listing all bad files, or none."""
+    return [entry.doc for entry in parse_corpus(seeds_dir, rules)]
+
+
+def parse_corpus(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[CorpusPage]:
+    """Every page with its file and parse; raise SeedError listing all bad files, or none."""
+    parsed: list[CorpusPage] = []
     errors: list[SeedFileError] = []
-    owner: dict[str, Path] = {}
-    for path in seed_files(seeds_dir):
+    for path in seed_files(seeds_dir, rules):
         try:
-            doc = parse_document(path, seeds_dir)
+            parsed.append(_parse_entry(path, seeds_dir, rules))
         except SeedFileError as err:
             errors.append(err)
-            continue
+    counts = Counter(entry.doc.slug for entry in parsed)
+    documents: list[CorpusPage] = []
+    owner: dict[str, Path] = {}
+    for entry in parsed:
+        if counts[entry.doc.slug] > 1:
+            entry = _named_by_title_property(entry, seeds_dir)
+        doc, path = entry.doc, entry.path
         if doc.slug in owner:
-            reason = f"duplicate slug {doc.slug!r} (also {owner[doc.slug]})"
+            reason = f"duplicate slug {doc.slug!r}: {owner[doc.slug]} and {path}"
             errors.append(SeedFileError(path, reason))
             continue
         owner[doc.slug] = path
-        documents.append(doc)
+        documents.append(entry)
     if errors:
         raise SeedError(errors)
     return documents
+
+
+def _named_by_title_property(entry: CorpusPage, seeds_dir: Path) -> CorpusPage:
+    """A colliding outliner page named otherwise by its `title::` takes that name's slug."""
+    name = " ".join(entry.page.properties.get("title", "").split())
+    if not name:
+        return entry
+    slug = path_slug(PurePosixPath(entry.path.relative_to(seeds_dir).as_posix()), name)
+    if slug == entry.doc.slug:
+        return entry
+    return CorpusPage(doc=msgspec.structs.replace(entry.doc, slug=slug), path=entry.path, page=entry.page)

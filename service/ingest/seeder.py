@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import importlib
 import logging
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import asyncpg
 
 from service.domain.types import Base, Chunk, Document
-from service.ingest.markdown import parse_seeds
+from service.flags import Flags
+from service.ingest.links import check_links
+from service.ingest.markdown import CorpusRules, SeedError, SeedFileError, parse_corpus
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,11 @@ class SeedCounts(Base, frozen=True):
 class SeedReport(Base, frozen=True):
     documents: SeedCounts
     chunks: SeedCounts
+    broken_links: tuple[str, ...] = ()
+    """`file:line: broken link ...` for each internal link that reaches nothing (flag `warn`)."""
+    prepare_seconds: float = 0.0
+    """Parsing, link check and chunking (before the transaction)."""
+    seconds: float = 0.0
 
     @property
     def changed(self) -> bool:
@@ -65,19 +74,53 @@ def default_chunker(max_tokens: int = 450) -> Chunker:
 def _chunk_row(c: Chunk) -> tuple[Any, ...]:
     """Every stored column of a chunk, in comparison order."""
     return (c.category, c.title, c.header_path, c.content, list(c.keywords), c.chunk_hash,
-            c.token_count)
+            c.token_count, c.anchor)
 
 
-async def seed(pool: asyncpg.Pool[Any], seeds_dir: Path, chunker: Chunker) -> SeedReport:
-    """Bring the database in line with `seeds_dir`; see the module docstring."""
-    documents = parse_seeds(seeds_dir)  # raises SeedError before any write
+@dataclass(frozen=True, slots=True)
+class SeedOptions:
+    """The `seeding:` flags."""
+
+    rules: CorpusRules = field(default_factory=CorpusRules)
+    broken_links: Literal["warn", "fail"] = "warn"
+
+    @classmethod
+    def from_flags(cls, flags: Flags) -> SeedOptions:
+        s = flags.seeding
+        return cls(CorpusRules(default_category=s.default_category, ignore=s.ignore), s.broken_links)
+
+
+def prepare(seeds_dir: Path, chunker: Chunker, options: SeedOptions) -> tuple[list[Document], list[Chunk], list[str]]:
+    """Parse, link-check and chunk everything; raises SeedError before any write."""
+    corpus = parse_corpus(seeds_dir, options.rules)
+    broken = check_links(corpus, seeds_dir)
+    if broken and options.broken_links == "fail":
+        raise SeedError([SeedFileError(b.path, f"line {b.line}: broken link {b.target!r}: {b.reason}")
+                         for b in broken])
+    if broken:
+        log.warning("seed: %d broken internal link(s), e.g. %s", len(broken), "; ".join(map(str, broken[:5])))
+    documents = [entry.doc for entry in corpus]
     chunks = [chunk for doc in documents for chunk in chunker(doc)]
+    return documents, chunks, [str(b) for b in broken]
+
+
+async def seed(
+    pool: asyncpg.Pool[Any], seeds_dir: Path, chunker: Chunker, options: SeedOptions | None = None
+) -> SeedReport:
+    """Bring the database in line with `seeds_dir`; see the module docstring."""
+    started = time.perf_counter()
+    documents, chunks, broken = prepare(seeds_dir, chunker, options or SeedOptions())
+    prepared = time.perf_counter()
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("select pg_advisory_xact_lock($1)", SEED_LOCK_KEY)
         doc_counts, orphaned = await _sync_documents(conn, documents)
         chunk_counts = await _sync_chunks(conn, chunks, already_deleted=orphaned)
-    report = SeedReport(documents=doc_counts, chunks=chunk_counts)
-    log.info("seed finished: %s", report)
+    report = SeedReport(
+        documents=doc_counts, chunks=chunk_counts, broken_links=tuple(broken),
+        prepare_seconds=round(prepared - started, 3), seconds=round(time.perf_counter() - started, 3),
+    )
+    log.info("seed finished in %.2f s (parse+chunk %.2f s): documents %s, chunks %s, %d broken link(s)",
+             report.seconds, report.prepare_seconds, report.documents, report.chunks, len(broken))
     return report
 
 
@@ -129,11 +172,11 @@ async def _sync_chunks(
     stored = {
         (r["doc_slug"], r["chunk_index"]): (
             r["category"], r["title"], r["header_path"], r["content"], list(r["keywords"]),
-            r["chunk_hash"], r["token_count"],
+            r["chunk_hash"], r["token_count"], r["anchor"],
         )
         for r in await conn.fetch(
             "select doc_slug, chunk_index, category, title, header_path, content, keywords,"
-            " chunk_hash, token_count from docs_knowledge_chunks"
+            " chunk_hash, token_count, anchor from docs_knowledge_chunks"
         )
     }
     wanted = {(c.doc_slug, c.chunk_index): c for c in chunks}
@@ -153,13 +196,14 @@ async def _sync_chunks(
         await conn.executemany(
             """insert into docs_knowledge_chunks
                    (doc_slug, chunk_index, category, title, header_path, content, keywords,
-                    chunk_hash, token_count)
-               values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                    chunk_hash, token_count, anchor)
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                on conflict (doc_slug, chunk_index) do update
                   set category = excluded.category, title = excluded.title,
                       header_path = excluded.header_path, content = excluded.content,
                       keywords = excluded.keywords, chunk_hash = excluded.chunk_hash,
-                      token_count = excluded.token_count, updated_at = now()""",
+                      token_count = excluded.token_count, anchor = excluded.anchor,
+                      updated_at = now()""",
             [(c.doc_slug, c.chunk_index, *_chunk_row(c)) for c in [*new, *changed]],
         )
     return SeedCounts(

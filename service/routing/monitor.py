@@ -1,21 +1,19 @@
 """Kill switch: rolling per-phase windows of latency and outcome → phase ceiling.
 
-The seed plan's table (defaults in ``flags.yaml`` → ``kill_switch``):
-
-| trigger                    | window | action                       |
-|----------------------------|--------|------------------------------|
-| p95 > 500 ms               | 5 min  | drop one phase (3 → 2 → 1)   |
-| p95 still breached         | next   | disable retrieval            |
-| error rate > 5 %           | 5 min  | disable retrieval            |
-| manual (`POST /admin/kill`)| now    | disable retrieval            |
+States and transitions: the README's kill-switch table (Operations), which
+this module implements; defaults in ``flags.yaml`` → ``kill_switch``.
 
 State is a *ceiling* on the phase: ``None`` (closed, no restriction), 2 or 1
 (phases dropped) or 0 (retrieval disabled).  A window needs ``min_samples``
-before it can trip.  After ``cooldown_s`` a tripped switch goes half-open:
-``probe_share`` of the requests run at the configured phase again; once the
-probed phase has ``min_samples`` healthy samples the switch closes, a breach
-re-opens it for another cool-down.  A manual kill only clears through
-``reset()``.
+before it can trip.  An error-rate trip lowers the ceiling below the failing
+phase (``error_action: drop_phase``; phases 1-2 answer from memory) or
+disables retrieval (``disable``, the seed plan's literal rule).  A tripped
+switch goes half-open after ``cooldown_s``, or, when database errors caused
+the trip, as soon as the database answers again (``database_answered``, from
+the database supervisor): ``probe_share`` of the requests then run at the
+configured phase; once the probed phase has ``min_samples`` healthy samples
+the switch closes, a breach re-opens it for another cool-down.  A manual
+kill only clears through ``reset()``.
 
 p95 without sorting: for the nearest-rank percentile, ``p95 > T`` holds
 exactly when more than 5 % of the samples are slower than ``T``, so each
@@ -46,6 +44,8 @@ Clock = Callable[[], float]
 
 State = Literal["closed", "tripped", "half_open", "manual"]
 EventKind = Literal["trip", "half_open", "recover", "probe_failed", "manual_kill", "reset"]
+TripCause = Literal["database", "errors", "latency", "manual"]
+"""What tripped the switch: `database` trips probe again as soon as the database answers."""
 
 PHASE_TIERS = {Tier.phase1: 1, Tier.phase2: 2, Tier.phase3: 3}
 MAX_EVENTS = 50
@@ -77,26 +77,31 @@ class WindowStats:
 class RollingWindow:
     """Samples of one phase within the last `window_ms`: (t, latency, error, slow)."""
 
-    samples: deque[tuple[float, float, bool, bool]] = field(default_factory=deque)
+    samples: deque[tuple[float, float, bool, bool, bool]] = field(default_factory=deque)
     errors: int = 0
     slow: int = 0
+    database_errors: int = 0
+    """Errors that were the database's (unreachable, timeout): a subset of `errors`."""
 
-    def add(self, now: float, latency_ms: float, error: bool, slow: bool) -> None:
-        self.samples.append((now, latency_ms, error, slow))
+    def add(self, now: float, latency_ms: float, error: bool, slow: bool, database: bool = False) -> None:
+        database = database and error
+        self.samples.append((now, latency_ms, error, slow, database))
         self.errors += error
         self.slow += slow
+        self.database_errors += database
 
     def prune(self, now: float, window_ms: float) -> None:
         cutoff = now - window_ms
         samples = self.samples
         while samples and samples[0][0] < cutoff:
-            _, _, error, slow = samples.popleft()
+            _, _, error, slow, database = samples.popleft()
             self.errors -= error
             self.slow -= slow
+            self.database_errors -= database
 
     def clear(self) -> None:
         self.samples.clear()
-        self.errors = self.slow = 0
+        self.errors = self.slow = self.database_errors = 0
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -177,6 +182,7 @@ class KillSwitch:
         self.tripped_at: float | None = None
         self.trip_reason: str | None = None
         """Why the ceiling is in force, with the figure that tripped it (for `fallback_path`)."""
+        self.trip_cause: TripCause | None = None
         self.events: deque[KillSwitchEvent] = deque(maxlen=MAX_EVENTS)
         self._probe_credit = 0.0
 
@@ -221,8 +227,9 @@ class KillSwitch:
         return Route(phase=phase, reason=f"kill switch: {self.trip_reason or self.state}")
 
     # -- samples ------------------------------------------------------------
-    def record(self, tier: Tier, latency_ms: float, error: bool) -> None:
-        """One tier attempt: its latency and whether it failed (timeout, DB, exception)."""
+    def record(self, tier: Tier, latency_ms: float, error: bool, database: bool = False) -> None:
+        """One tier attempt: its latency and whether it failed (timeout, DB, exception);
+        `database`: the failure was the database's (unreachable, timeout)."""
         phase = PHASE_TIERS.get(tier)
         if phase is None:
             return
@@ -230,7 +237,7 @@ class KillSwitch:
         now = self.clock()
         window = self.windows[phase]
         window.prune(now, cfg.window_s * 1000.0)
-        window.add(now, latency_ms, error, latency_ms > cfg.p95_ms)
+        window.add(now, latency_ms, error, latency_ms > cfg.p95_ms, database)
         if self.manual:
             return
         breach = self._breach(window, cfg)
@@ -247,17 +254,22 @@ class KillSwitch:
         if breach is None:
             return
         if breach.kind == "error_rate":
-            self._trip(0, phase, f"error rate {breach.stats.error_rate:.1%} > {cfg.error_rate:.1%}",
-                       "error_rate", breach)
+            # drop_phase: only the failing phase (and those above) are taken out; the
+            # phases below answer from memory. disable: the seed plan's literal rule.
+            ceiling = phase - 1 if cfg.error_action == "drop_phase" else 0
+            cause: TripCause = "database" if 2 * window.database_errors >= window.errors else "errors"
+            rate = f"{100 * breach.stats.error_rate:.1f} % > {100 * cfg.error_rate:g} %"
+            self._trip(ceiling, phase, f"error rate {rate} over {cfg.window_s:g} s", "error_rate",
+                       breach, cause)
         elif self.drops >= 1:
             self._trip(0, phase, f"p95 still above {cfg.p95_ms:g} ms after dropping a phase",
-                       "p95_still_breached", breach)
+                       "p95_still_breached", breach, "latency")
         elif phase <= 1:
-            self._trip(0, phase, f"p95 above {cfg.p95_ms:g} ms on phase 1", "p95", breach)
+            self._trip(0, phase, f"p95 above {cfg.p95_ms:g} ms on phase 1", "p95", breach, "latency")
         else:
             self.drops += 1
             self._trip(phase - 1, phase, f"p95 above {cfg.p95_ms:g} ms: phase {phase} dropped",
-                       "p95", breach)
+                       "p95", breach, "latency")
 
     @staticmethod
     def _breach(window: RollingWindow, cfg: KillSwitchFlags) -> Breach | None:
@@ -276,22 +288,29 @@ class KillSwitch:
             return
         now = self.clock()
         if now - self.tripped_at >= self.settings().cooldown_s * 1000.0:
-            self.half_open = True
-            self._probe_credit = 0.0
-            self._clear_windows()
-            self._emit("half_open", None, "cool-down over: probing with a share of traffic",
-                       "cooldown", None)
+            self._half_open("cool-down over: probing with a share of traffic", "cooldown")
 
-    def _trip(self, ceiling: int, phase: int, reason: str, trigger: str, breach: Breach) -> None:
+    def _half_open(self, reason: str, trigger: str) -> None:
+        self.half_open = True
+        self._probe_credit = 0.0
+        self._clear_windows()
+        self._emit("half_open", None, reason, trigger, None)
+
+    def _trip(self, ceiling: int, phase: int, reason: str, trigger: str, breach: Breach,
+              cause: TripCause) -> None:
         self.ceiling = ceiling if self.ceiling is None else min(ceiling, self.ceiling)
         self.tripped_at = self.clock()
         self.trip_reason = _figure(breach, self.settings(), phase) + (
             " after dropping a phase" if trigger == "p95_still_breached" else "")
+        self.trip_cause = cause
         self.half_open = False
         self._clear_windows()
         self._emit("trip", phase, reason, trigger, breach.stats)
 
     def _reopen(self, phase: int, breach: Breach) -> None:
+        window = self.windows[phase]
+        database = breach.kind == "error_rate" and 2 * window.database_errors >= window.errors
+        self.trip_cause = "database" if database else ("errors" if breach.kind == "error_rate" else "latency")
         self.half_open = False
         self.tripped_at = self.clock()
         self.trip_reason = f"probe of phase {phase} failed: {_figure(breach, self.settings(), phase)}"
@@ -305,6 +324,7 @@ class KillSwitch:
         self.drops = 0
         self.tripped_at = None
         self.trip_reason = None
+        self.trip_cause = None
         stats = self.windows[phase].stats() if phase is not None else None
         self._clear_windows()
         self._emit("recover", phase, reason, trigger, stats)
@@ -316,6 +336,7 @@ class KillSwitch:
         self.half_open = False
         self.tripped_at = self.clock()
         self.trip_reason = f"manual kill ({reason})"
+        self.trip_cause = "manual"
         return self._emit("manual_kill", None, reason, "manual", None)
 
     def reset(self, reason: str = "manual reset") -> KillSwitchEvent:
@@ -326,6 +347,7 @@ class KillSwitch:
         self.drops = 0
         self.tripped_at = None
         self.trip_reason = None
+        self.trip_cause = None
         self._clear_windows()
         return self._emit("reset", None, reason, "manual", None)
 
@@ -345,6 +367,14 @@ class KillSwitch:
         if self.on_event is not None:
             self.on_event(event)
         return event
+
+    def database_answered(self) -> None:
+        """The database supervisor's probe succeeded: a trip the database's errors
+        caused probes now instead of after the cool-down (latency trips wait)."""
+        if self.manual or self.half_open or self.ceiling is None or self.trip_cause != "database":
+            return
+        self._half_open("the database answers again: probing with a share of traffic",
+                        "database_back")
 
     # -- reporting ----------------------------------------------------------
     def refresh(self) -> None:

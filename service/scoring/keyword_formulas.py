@@ -1,4 +1,4 @@
-"""The seed plan's keyword scoring formula, as pure math.
+"""The keyword leg's formulas as pure math: the seed plan's points, then BM25F.
 
 Source: the seed plan (shared/seeds/001_…, "Phase 1 — Scoring Formula").
 
@@ -19,6 +19,12 @@ a short page that mentions the word once.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+Floats = npt.NDArray[np.float64]
 
 TITLE_PHRASE_POINTS = 5.0
 TITLE_TOKEN_POINTS = 3.0
@@ -44,11 +50,6 @@ def length_divisor(content_token_count: int, exact_title_phrase: bool) -> float:
     """``sqrt(n)``, halved on an exact title phrase; never below 1 token."""
     divisor = math.sqrt(max(content_token_count, 1))
     return divisor * EXACT_TITLE_PENALTY_FACTOR if exact_title_phrase else divisor
-
-
-def final_score(raw: float, content_token_count: int, exact_title_phrase: bool) -> float:
-    """``raw / sqrt(n)`` with the exact-title-phrase discount."""
-    return raw / length_divisor(content_token_count, exact_title_phrase)
 
 
 def confidence(top: float, second: float) -> float:
@@ -79,13 +80,14 @@ def matched_term_count(matched_terms: int, exact_title_phrase: bool) -> int:
 # A term filling a short title ("Workspace") therefore outweighs the same term
 # in a longer one ("Workspace Actions").
 #
-# Constants (defaults; flags.yaml `lexical:` overrides them):
-# - k1 = 1.2: how fast repeated occurrences stop adding (Robertson's usual
-#   1.2-2.0 range; bm25s/Lucene use 1.2-1.5).
-# - b = 0.75: how much a long unit is penalised (0 = none, 1 = fully
-#   proportional to length); 0.75 is the literature's default.
-BM25_K1 = 1.2
-BM25_B = 0.75
+# The constants are flags (flags.yaml `lexical:`, defaults in service/flags.py):
+# - k1: how fast repeated occurrences stop adding (Robertson's usual 1.2-2.0
+#   range; bm25s/Lucene use 1.2-1.5).
+# - b: how much a long unit is penalised (0 = none, 1 = fully proportional to
+#   length); 0.75 is the literature's default.
+#
+# The functions below work on numpy arrays: one call covers every unit that
+# holds a query term (bm25f.py), which is what keeps 100k chunks fast.
 
 
 def bm25_idf(document_frequency: int, unit_count: int) -> float:
@@ -93,22 +95,23 @@ def bm25_idf(document_frequency: int, unit_count: int) -> float:
     return math.log(1.0 + (unit_count - document_frequency + 0.5) / (document_frequency + 0.5))
 
 
-def bm25_term(tf: float, length: float, average_length: float, k1: float = BM25_K1, b: float = BM25_B) -> float:
-    """``tf (k1 + 1) / (tf + k1 (1 - b + b · len / avg_len))``; 0 when the term is absent."""
-    if tf <= 0:
-        return 0.0
-    relative = length / average_length if average_length > 0 else 1.0
-    return tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * relative))
+def bm25f_length_norm(lengths: Floats, average_length: float, b: float) -> Floats:
+    """``1 - b + b · len / avg_len`` per unit for one field (1 when the field is empty everywhere)."""
+    return 1.0 - b + b * (lengths / average_length if average_length > 0 else np.ones_like(lengths))
 
 
-def bm25f_length_norm(length: float, average_length: float, b: float = BM25_B) -> float:
-    """``1 - b + b · len / avg_len`` of one field (1 when the field is empty everywhere)."""
-    relative = length / average_length if average_length > 0 else 1.0
-    return 1.0 - b + b * relative
+def bm25f_pseudo_tf(
+    field_tfs: Sequence[npt.NDArray[np.float32]], norms: Sequence[Floats], weights: Sequence[float]
+) -> Floats:
+    """``Σ_field weight · tf / norm``: BM25F's pseudo-frequency, summed *before* saturation."""
+    pseudo = np.zeros(len(field_tfs[0]), dtype=np.float64)
+    for weight, tf, norm in zip(weights, field_tfs, norms, strict=True):
+        if weight:
+            pseudo += weight * tf / norm
+    return pseudo
 
 
-def bm25f_saturate(pseudo_tf: float, k1: float = BM25_K1) -> float:
-    """``tf~ (k1 + 1) / (k1 + tf~)`` over BM25F's summed, normalised field frequencies."""
-    if pseudo_tf <= 0:
-        return 0.0
-    return pseudo_tf * (k1 + 1.0) / (k1 + pseudo_tf)
+def bm25_saturate(idf: float, pseudo_tf: Floats, k1: float) -> Floats:
+    """``idf · tf~ (k1 + 1) / (k1 + tf~)``: one term's contribution per unit."""
+    result: Floats = idf * pseudo_tf * (k1 + 1.0) / (k1 + pseudo_tf)
+    return result

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from service.db.errors import DatabaseTimeout, DatabaseUnreachable
 from service.db.pool import HNSW_SESSION_SETTINGS
 from service.db.vectors import vector_literal
 from service.domain.types import Base
@@ -30,7 +31,7 @@ MAX_DIM = 16000  # pgvector's limit for `vector`
 
 
 class QueryEmbedder(Protocol):
-    """What the semantic leg needs from ingest.embedder.Embedder (fakes in tests)."""
+    """What the semantic leg needs from an embedding backend (service/embedding; fakes in tests)."""
 
     model_name: str
 
@@ -189,15 +190,26 @@ class QueryEmbeddingCache:
             return {"size": len(self._items), "hits": self.hits, "misses": self.misses}
 
 
+class BatchingQueryEmbedder(Protocol):
+    """service.embedding.batcher.QueryBatcher: shares forward passes, may refuse."""
+
+    model_name: str
+
+    async def embed(self, text: str) -> npt.NDArray[np.float32]: ...
+
+
 async def embed_query_async(
-    embedder: QueryEmbedder, text: str, cache: QueryEmbeddingCache | None = None
+    embedder: QueryEmbedder | BatchingQueryEmbedder, text: str, cache: QueryEmbeddingCache | None = None
 ) -> npt.NDArray[np.float32]:
-    """The query's vector from the cache, or computed in the embedding thread."""
+    """The query's vector from the cache, else from the batcher (or the model thread)."""
     if cache is not None:
         cached = cache.get(embedder.model_name, text)
         if cached is not None:
             return cached
-    vector = await on_model_thread(embedder.embed_query, text)
+    if hasattr(embedder, "embed"):
+        vector = await embedder.embed(text)
+    else:
+        vector = await on_model_thread(embedder.embed_query, text)
     if cache is not None:
         cache.put(embedder.model_name, text, vector)
     return vector
@@ -216,7 +228,7 @@ class SemanticLeg:
     """What phase 3 needs beyond memory: the model, its query cache, the pool."""
 
     embedder: Any
-    """`service.ingest.embedder.Embedder` (typed loosely: torch loads lazily)."""
+    """`service.embedding.batcher.QueryBatcher` over the loaded backend (or a bare embedder)."""
     cache: QueryEmbeddingCache
     pool: Callable[[], Any]
     """The current asyncpg pool, or None while the database is down."""
@@ -229,7 +241,7 @@ class SemanticLeg:
     ) -> tuple[list[SemanticHit], dict[str, float]]:
         pool = self.pool()
         if pool is None:
-            raise ConnectionError("database pool is not available")
+            raise DatabaseUnreachable("no connection pool (the database is starting or restarting)")
         model = await asyncio.wait_for(self.model(), timeout=flags.timeouts.db_ms / 1000)
         if model is None:
             raise LookupError("no embeddings indexed yet")
@@ -241,13 +253,16 @@ class SemanticLeg:
         started = time.perf_counter()
         vector = await embed_query_async(self.embedder, text, self.cache)
         embedded = time.perf_counter()
-        hits = await asyncio.wait_for(
-            semantic_search(
-                pool, vector, model, self.embedder.dim, top_k, category,
-                ef_search=flags.semantic.ef_search,
-            ),
-            timeout=flags.timeouts.db_ms / 1000,
-        )
+        try:
+            hits = await asyncio.wait_for(
+                semantic_search(
+                    pool, vector, model, self.embedder.dim, top_k, category,
+                    ef_search=flags.semantic.ef_search,
+                ),
+                timeout=flags.timeouts.db_ms / 1000,
+            )
+        except TimeoutError as err:
+            raise DatabaseTimeout(flags.timeouts.db_ms) from err
         done = time.perf_counter()
         return hits, {
             "embed_ms": round((embedded - started) * 1000, 3),

@@ -12,6 +12,7 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from service.settings import PROJECT_ROOT, Settings
+from tests.conftest import quiet_flags_file, wait_until_ready
 
 TOKEN = "test-admin-token-0123456789"
 
@@ -20,21 +21,13 @@ TOKEN = "test-admin-token-0123456789"
 def _settings(db_url: str, seeds: Path, token: str | None) -> Settings:
     return Settings(
         database_url=db_url, seeds_dir=seeds, admin_token=token,
-        migrations_dir=PROJECT_ROOT / "migrations", flags_file=PROJECT_ROOT / "flags.yaml",
+        migrations_dir=PROJECT_ROOT / "migrations", flags_file=quiet_flags_file(),
         db_connect_timeout=10,
     )
 
 
 async def _wait_ready(client: AsyncTestClient) -> dict[str, object]:  # type: ignore[type-arg]
-    for _ in range(200):
-        response = await client.get("/ready")
-        if response.status_code == 200:
-            body: dict[str, object] = response.json()
-            return body
-        assert response.status_code == 503
-        assert response.json()["ready"] is False and response.json()["reason"]
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"never ready: {response.json()}")
+    return await wait_until_ready(client, semantic=False)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from litestar.testing import AsyncTestClient
 from service.app import create_app
 from service.ingest.tokens import get_token_counter
 from service.settings import PROJECT_ROOT, Settings
+from tests.conftest import quiet_flags_file, wait_until_ready
 
 Client = AsyncTestClient[Litestar]
 
@@ -22,16 +22,12 @@ Client = AsyncTestClient[Litestar]
 def _app(db_url: str, seeds: Path) -> Litestar:
     return create_app(Settings(
         database_url=db_url, seeds_dir=seeds, migrations_dir=PROJECT_ROOT / "migrations",
-        flags_file=PROJECT_ROOT / "flags.yaml", db_connect_timeout=10,
+        flags_file=quiet_flags_file(), db_connect_timeout=10,
     ))
 
 
 async def _wait_ready(client: Client) -> None:
-    for _ in range(600):
-        if (await client.get("/ready")).status_code == 200:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"never ready: {(await client.get('/ready')).json()}")
+    await wait_until_ready(client, semantic=False)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import asyncpg
 import psutil
+import pytest
 
 from service.db.embedded import EmbeddedPostgres, PostmasterPid
 from service.settings import PROJECT_ROOT
@@ -106,6 +107,11 @@ def test_second_process_attaches_without_stopping(tmp_path: Path) -> None:
         assert pid is not None and _alive(pid)
     finally:
         owner.stop()
-    deadline = time.monotonic() + 5
-    while pid is not None and _alive(pid) and time.monotonic() < deadline:
+    # The owner's stop really stops the server it started (the guest's did not).
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert not _alive(pid), "the owner's stop left its postmaster running"
+    assert PostmasterPid.read(tmp_path / "pg") is None
+    with pytest.raises(OSError):
+        _query(dsn, "select 1")

@@ -3,7 +3,6 @@ the HNSW index, on a real PostgreSQL (fixtures from tests/conftest.py)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -12,8 +11,8 @@ import numpy.typing as npt
 import pytest
 
 from service.domain.types import Document
+from service.embedding.torch_backend import TorchEmbedder as Embedder
 from service.ingest.chunker import chunk_document, content_hash
-from service.ingest.embedder import Embedder
 from service.ingest.indexer import active_model, drop_other_models, index_embeddings
 from service.scoring.semantic import semantic_search, semantic_sql, vector_literal
 
@@ -246,42 +245,3 @@ async def test_explain_uses_hnsw_index(pool: Any) -> None:
         # iterative scan: 5 rows pass the filters although ef_search is 10
         assert len(hits) == 5
         assert not category or {h.category for h in hits} == {category}
-
-
-async def test_indexing_throughput_and_query_latency(
-    pool: Any, real_embedder: Embedder, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """~100 synthetic chunks; prints chunks/s and median query-embedding latency."""
-    paragraph = (
-        "This section explains how the {n}th widget of the dashboard shows recent notes, "
-        "pinned links and workspace shortcuts, and how to configure its layout and filters. "
-    )
-    docs = [
-        Document(
-            slug=f"widgets/synthetic-{d}",
-            category="widgets",
-            title=f"Synthetic {d}",
-            content="\n\n".join(
-                f"## Section {s}\n\n" + paragraph.format(n=d * 10 + s) * 4 for s in range(10)
-            ),
-            keywords=(),
-            content_hash=str(d),
-        )
-        for d in range(10)
-    ]
-    await insert_docs(pool, docs)
-    report = await index_embeddings(pool, real_embedder, batch_size=64)
-    assert report.total == 100 and report.embedded == 100
-
-    latencies = []
-    for i in range(50):
-        start = time.perf_counter()
-        real_embedder.embed_query(f"how do I configure widget number {i}?")
-        latencies.append(time.perf_counter() - start)
-    median_ms = float(np.median(latencies)) * 1000
-    with capsys.disabled():
-        print(
-            f"\n[measure] indexing: {report.embedded} chunks in {report.seconds:.2f}s = "
-            f"{report.chunks_per_second:.1f} chunks/s; query embedding median of 50: "
-            f"{median_ms:.1f} ms"
-        )

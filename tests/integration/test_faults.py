@@ -22,11 +22,12 @@ import asyncpg
 import httpx
 import pytest
 from litestar.testing import AsyncTestClient
-from test_serve import _alive, _postgres_pids, _start, _wait_ready
+from test_serve import _alive, _postgres_pids, _start, _wait_gone, _wait_ready
 
 from service.app import create_app
 from service.db.embedded import EmbeddedPostgres, free_port
 from service.settings import PROJECT_ROOT, Settings
+from tests.conftest import quiet_flags_file
 
 
 @pytest.mark.slow
@@ -34,15 +35,15 @@ async def test_service_becomes_ready_when_postgres_appears(tmp_path: Path, fixtu
     port = free_port()
     settings = Settings(
         database_url=f"postgresql://postgres@127.0.0.1:{port}/postgres", seeds_dir=fixture_seeds,
-        migrations_dir=PROJECT_ROOT / "migrations", flags_file=PROJECT_ROOT / "flags.yaml",
+        migrations_dir=PROJECT_ROOT / "migrations", flags_file=quiet_flags_file(),
         db_connect_timeout=120,
     )
     server = EmbeddedPostgres(tmp_path / "late-pg", port=port)
     async with AsyncTestClient(app=create_app(settings), timeout=30) as client:
-        await asyncio.sleep(1.0)  # a few connection attempts fail meanwhile
+        while "attempt" not in (reason := (await client.get("/ready")).json().get("reason", "")):
+            await asyncio.sleep(0.05)  # until a connection attempt has failed and been reported
         response = await client.get("/ready")
         assert response.status_code == 503
-        reason = response.json()["reason"]
         assert "database not reachable yet" in reason and "attempt" in reason
         assert (await client.get("/health")).status_code == 200
         try:
@@ -57,26 +58,42 @@ async def test_service_becomes_ready_when_postgres_appears(tmp_path: Path, fixtu
             assert response.json()["documents"] == 3
             answer = await client.post("/retrieve", json={"query": "explain workspace", "phase": 1})
             assert answer.status_code == 200
+            body = answer.json()
+            assert (body["status"], body["phase"], body["fallback_path"]) == ("answer", 1, [])
+            assert body["results"][0]["doc_slug"] == "concepts/workspace"
         finally:
             await asyncio.to_thread(server.stop)
 
 
 @pytest.mark.slow
 def test_sigterm_drains_in_flight_requests(tmp_path: Path, fixture_seeds: Path) -> None:
-    data_dir, log = tmp_path / "pg", tmp_path / "serve.log"
+    """Requests held inside the pipeline (a tier hook) when SIGTERM arrives all complete."""
+    data_dir, log, hold = tmp_path / "pg", tmp_path / "serve.log", tmp_path / "hold"
+    hold.mkdir()
     port = free_port()
-    proc = _start(data_dir, fixture_seeds, port, log)
+    proc = _start(data_dir, fixture_seeds, port, log, argv=[str(Path(__file__).with_name("held_serve.py"))],
+                  # The drain's deadline is not under test: a busy machine must not reach it.
+                  env={"HOLD_DIR": str(hold), "GRACEFUL_SHUTDOWN_SECONDS": "300"})
     try:
+        (hold / "release").touch()  # readiness itself needs no holding
         _wait_ready(proc, port, log)
+        (hold / "release").unlink()
         pids = _postgres_pids(data_dir)
+        n = 24
 
         async def burst() -> list[Any]:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
                 tasks = [asyncio.create_task(client.post(
                     "/context", json={"query": f"explain workspace and widgets {i}"}))
-                    for i in range(24)]
-                await asyncio.sleep(0.15)  # requests are in flight now
+                    for i in range(n)]
+                while len(list(hold.glob("held-*"))) < n:  # every request is inside the pipeline
+                    assert not any(t.done() for t in tasks), [t.result() for t in tasks if t.done()]
+                    await asyncio.sleep(0.02)
                 proc.send_signal(signal.SIGTERM)
+                while await _accepts_connections(port):  # shutdown has begun: no new connections
+                    await asyncio.sleep(0.02)
+                assert not any(t.done() for t in tasks)
+                (hold / "release").touch()
                 return await asyncio.gather(*tasks, return_exceptions=True)
 
         results = asyncio.run(burst())
@@ -85,10 +102,24 @@ def test_sigterm_drains_in_flight_requests(tmp_path: Path, fixture_seeds: Path) 
         if proc.poll() is None:
             proc.kill()
     statuses = [r.status_code if isinstance(r, httpx.Response) else repr(r) for r in results]
-    assert statuses == [200] * len(results), statuses
-    time.sleep(0.2)
-    assert _alive(pids) == set(), "PostgreSQL processes left behind"
+    assert statuses == [200] * n, statuses
+    for response in results:
+        assert isinstance(response, httpx.Response)
+        body = response.json()
+        assert body["status"] == "answer" and body["phase"] == 3 and body["fallback_path"] == [], body
+        cited = {c["doc_slug"] for s in body["sections"] for c in s.get("citations", [])}
+        assert "concepts/workspace" in cited, cited
+    _wait_gone(pids)
     assert not (data_dir / "postmaster.pid").exists()
+
+
+async def _accepts_connections(port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    return True
 
 
 async def test_seed_process_killed_mid_transaction_keeps_the_previous_corpus(

@@ -14,13 +14,16 @@ drives them through its ASGI client, which runs an app's lifespan in a
 background event loop and ends it after every test (operation), so each
 example first waits until the app is ready again.
 
-One deliberate deviation from schemathesis' defaults: for `POST /retrieve`
-and `POST /context` its `positive_data_acceptance` check is replaced by
-`rejection_is_justified`. `query` is limited to 1-500 characters *after*
-NFKC normalisation, control-character stripping and whitespace collapsing,
-which JSON Schema cannot express; the replacement accepts a 400 for
-schema-valid data only when the service's own `clean()` confirms the
-cleaned query is out of bounds (or the category is unknown).
+Every schemathesis check runs on every operation. Three rules JSON Schema
+cannot state are documented in prose and enforced with a 400: `query` is
+1-500 characters *after* NFKC normalisation, control-character stripping and
+whitespace collapsing (`POST /retrieve`, `POST /context`); runtime flag
+overrides must leave the flags consistent as a whole (`PUT /admin/flags`,
+e.g. `retrieval.default_top_k` <= `retrieval.max_top_k`); posted golden YAML
+must be a golden file (`POST /admin/replay`). For those operations 400 is an
+expected status of `positive_data_acceptance` (configured per operation) and
+`rejection_is_justified` asserts that every 400 for schema-valid data is for
+exactly that rule, re-checked with the service's own code.
 
 Bounded: MAX_EXAMPLES per operation and mode, a per-request timeout, no
 shrinking (a failure is reported as found), a fixed seed (reproducible).
@@ -28,6 +31,8 @@ shrinking (a failure is reported as found), a fixed seed (reproducible).
 
 from __future__ import annotations
 
+import functools
+import re
 import shutil
 import time
 from collections import Counter
@@ -43,17 +48,14 @@ from hypothesis import HealthCheck, settings
 from litestar import Litestar
 from litestar.serialization import encode_json
 from schemathesis.python import asgi
-from schemathesis.specs.openapi.checks import (
-    allow_header_conformance,
-    content_type_conformance,
-    negative_data_rejection,
-    positive_data_acceptance,
-)
 
 from service.api.schemas import MAX_QUERY_CHARS
 from service.app import create_app
-from service.domain.types import CATEGORIES
+from service.flags import FlagError
+from service.golden import GoldenFileError, parse_golden
+from service.ingest.markdown import parse_seeds
 from service.normalize.text import clean
+from service.operations import OPS_KEY, Operations
 from service.settings import PROJECT_ROOT, Settings
 
 FUZZ_TOKEN = "fuzz-admin-token-0123456789abcdef"
@@ -71,6 +73,14 @@ CONFIG = schemathesis.Config.from_dict({
         "database": "none",
     },
     "phases": {"stateful": {"enabled": False}},
+    # schemathesis' default expected statuses plus 400 for the rules above.
+    "operations": [
+        {"include-path": path, "include-method": method,
+         "checks": {"positive_data_acceptance": {"expected-statuses": [
+             "2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]}}}
+        for path, method in (("/retrieve", "POST"), ("/context", "POST"),
+                             ("/admin/flags", "PUT"), ("/admin/replay", "POST"))
+    ],
 })
 
 # Responses seen, for the README's reliability table (printed at teardown).
@@ -145,47 +155,51 @@ def _record(case: Any, status: int) -> None:
     SEEN[f"{case.method} {case.path} {status}"] += 1
 
 
-def rejection_is_justified(ctx: Any, response: Any, case: Any) -> bool | None:
-    """Replaces positive_data_acceptance on /retrieve and /context (see module doc)."""
+# Two-key messages of service/flags.py's whole-set checks (never msgspec's "Expected ...").
+_WHOLE_SET_RULE = re.compile(r"must be [<>]=?|must be 1|is smaller than|are all 0")
+
+
+def rejection_is_justified(ctx: Any, response: Any, case: Any, app: Litestar) -> bool | None:
+    """A 400 for schema-valid data must be for a rule the module doc names."""
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive or response.status_code != 400:
         return None
-    if case.method.upper() != "POST" or not isinstance(case.body, dict):
-        return None
     body = response.json()
     assert isinstance(body.get("error"), str) and body["error"], f"400 without a message: {body}"
-    query = case.body.get("query")
-    cleaned = len(clean(query)) if isinstance(query, str) else -1
-    category = case.body.get("category")
-    justified = not 1 <= cleaned <= MAX_QUERY_CHARS or (
-        category is not None and category not in CATEGORIES
-    )
+    assert isinstance(case.body, dict), f"schema-valid non-object body rejected: {case.body!r}"
+    if case.path in ("/retrieve", "/context"):
+        query = case.body.get("query")
+        cleaned = len(clean(query)) if isinstance(query, str) else -1
+        category = case.body.get("category")
+        justified = not 1 <= cleaned <= MAX_QUERY_CHARS or (
+            category is not None and category not in _seed_categories()
+        )
+    elif case.path == "/admin/flags":
+        changes = ({case.body["name"]: case.body["value"]} if set(case.body) == {"name", "value"}
+                   else case.body)
+        ops: Operations = app.state[OPS_KEY]
+        try:
+            ops.store.validate(changes)
+            justified = False  # the service accepts it now: the 400 had another cause
+        except FlagError as err:
+            justified = "Expected" not in str(err) and bool(_WHOLE_SET_RULE.search(str(err)))
+    else:  # /admin/replay: posted YAML that is not a golden file
+        try:
+            parse_golden(case.body.get("yaml") or "", "posted YAML")
+            justified = False
+        except GoldenFileError:
+            justified = "golden file rejected" in body["error"]
     assert justified, f"schema-valid request rejected without cause: {case.body!r} → {body}"
     return None
 
 
-_QUERY_SEMANTICS = {"/retrieve", "/context"}
+_JUSTIFIED = {"/retrieve", "/context", "/admin/flags", "/admin/replay"}
 
-# Found by this run in operations another module owns, reported to its owner;
-# each entry names the check it breaks, so removing the entry re-enables it.
-DEFERRED: dict[tuple[str, str], list[Any]] = {
-    # Content-Type "text/plain; version=0.0.4; charset=utf-8; charset=utf-8"
-    # (Litestar appends a charset to a media type that already has one) and the
-    # schema documents application/json: api/ops.py metrics().
-    ("GET", "/metrics"): [content_type_conformance],
-    # The body is `dict[str, Any]` in the schema but only flag names are
-    # accepted (400 "unknown flag"): api/ops.py put_flags() should document them.
-    ("PUT", "/admin/flags"): [positive_data_acceptance],
-    # Optional body documented as required: api/ops.py kill() needs
-    # `operation_class=OptionalBodyOperation` (as /admin/reindex has).
-    ("POST", "/admin/kill"): [negative_data_rejection],
-    # {"file": "", "yaml": ""} is schema-valid but refused ("give exactly one of
-    # 'file' or 'yaml'"): api/console.py replay should say so in its schema.
-    ("POST", "/admin/replay"): [positive_data_acceptance],
-}
-# Litestar 2.25 bug: with GET and PUT as separate handlers on one path, the
-# automatic OPTIONS answer's Allow lists only the first handler's methods.
-OPTIONS_EXCLUDED = [allow_header_conformance]
+
+@functools.cache
+def _seed_categories() -> frozenset[str]:
+    """The served corpus's categories: the service validates `category` against them."""
+    return frozenset(d.category for d in parse_seeds(FIXTURE_SEEDS))
 
 
 @schema.parametrize()
@@ -194,14 +208,11 @@ def test_every_operation_conforms_to_its_schema(case: Any, fuzz_apps: dict[str, 
     is_admin = case.path.startswith("/admin")
     app = fuzz_apps["admin" if is_admin else "public"]
     _wait_ready(app)
-    kwargs: dict[str, Any] = {"app": app}
-    excluded = list(DEFERRED.get((case.method.upper(), case.path), []))
-    if case.method.upper() == "OPTIONS":
-        excluded += OPTIONS_EXCLUDED
-    if case.path in _QUERY_SEMANTICS:
-        excluded.append(positive_data_acceptance)
-        kwargs["additional_checks"] = [rejection_is_justified]
-    kwargs["excluded_checks"] = excluded
+    kwargs: dict[str, Any] = {"app": app}  # every check, none excluded
+    if case.path in _JUSTIFIED and case.method.upper() in ("POST", "PUT"):
+        kwargs["additional_checks"] = [
+            lambda ctx, response, case: rejection_is_justified(ctx, response, case, app)
+        ]
     if is_admin:
         # Without credentials first (none are declared, so schemathesis sends
         # none): nothing but a preflight may succeed.

@@ -34,6 +34,9 @@ class Hostile:
     expect: str  # "4xx" or "200"
     headers: dict[str, str] | None = None
     fragment: str = ""  # must appear in the 4xx error message
+    decision: str = ""  # a 200's decision, as a user reading the query would expect it
+    top: str | None = None  # the first result's page; None: no results at all
+    known_failure: str = ""  # the service is wrong today (strict xfail)
 
 
 def _q(query: str, **extra: Any) -> bytes:
@@ -50,32 +53,42 @@ CASES: list[Hostile] = [
     Hostile("whitespace-only query", _q(" \t\n\u3000 "), "4xx", fragment="1–500 characters"),
     Hostile("control-only query", _q("\x00\x01\x1b\u200b\u202e"), "4xx", fragment="1–500 characters"),
     Hostile("501 characters", _q("a" * (MAX_QUERY_CHARS + 1)), "4xx", fragment="1–500 characters"),
-    Hostile("500 characters padded", _q("  " + "home " * 100 + "  "), "200"),
-    Hostile("2001 raw characters", _q(" " * 2001 + "home"), "4xx"),
+    Hostile("500 characters padded", _q("  " + "home " * 100 + "  "), "200", decision="clarify", top="concepts/home"),
+    # One limit, on the cleaned query (issue 14 item 9): padding is not counted.
+    Hostile("2001 raw characters", _q(" " * 2001 + "home"), "200", decision="clarify", top="concepts/home"),
+    Hostile("2001 visible characters", _q("a" * 2001), "4xx", fragment="1–500 characters"),
     Hostile("1 MiB body", _q("a" * 2**20), "4xx", fragment="Request Entity Too Large"),
     Hostile("deeply nested JSON", _nested(10_000), "4xx"),
     # bytes and characters
     Hostile("invalid UTF-8", b'{"query": "caf\xe9 \xff\xfe"}', "4xx"),
-    Hostile("NUL and control characters", _q("work\x00space\x07 \x1b[31mhome"), "200"),
-    Hostile("right-to-left override", _q("\u202eecapskrow\u202c explain workspace"), "200"),
-    Hostile("Arabic and Hebrew", _q("ما هو workspace שלום"), "200"),
-    Hostile("combining characters", _q("wo\u0301rkspa\u0327ce" + "\u0301" * 200), "200"),
-    Hostile("emoji", _q("🏠 what is home 👩‍👩‍👧‍👦🔥"), "200"),
+    Hostile("NUL and control characters", _q("work\x00space\x07 \x1b[31mhome"), "200",
+            decision="clarify", top="concepts/workspace",
+            known_failure="the NUL splits work|space into two words (the README says control characters "
+            "are stripped), and the service then asks about Notes"),
+    Hostile("right-to-left override", _q("\u202eecapskrow\u202c explain workspace"), "200",
+            decision="clarify", top="concepts/workspace"),
+    Hostile("Arabic and Hebrew", _q("ما هو workspace שלום"), "200", decision="clarify", top="concepts/workspace",
+            known_failure="phases 1 and 2 ask about Workspace (as for \"workspace shalom\"); phase 3 "
+            "turns that into no_match"),
+    Hostile("combining characters", _q("wo\u0301rkspa\u0327ce" + "\u0301" * 200), "200", decision="no_match"),
+    Hostile("emoji", _q("🏠 what is home 👩‍👩‍👧‍👦🔥"), "200", decision="answer", top="concepts/home"),
     Hostile("NFKC expansion", _q("\ufdfa" * 30), "4xx", fragment="1–500 characters"),
     # injection-shaped text: plain text to us
-    Hostile("SQL drop table", _q("'; DROP TABLE docs_knowledge; --"), "200"),
-    Hostile("SQL meta-characters", _q("home' OR '1'='1\" ; -- /* */ %_ \\"), "200"),
-    Hostile("regex meta-characters", _q(r"(a+)+$ .* [^] \d{99999} (?=x) | \\"), "200"),
-    Hostile("format-string", _q("{0} %s %n ${jndi:ldap://x} {{7*7}}"), "200"),
-    Hostile("very long single token", _q("w" * 500), "200"),
-    Hostile("many long tokens", _q(" ".join(["workspaceee" * 4] * 11)), "200"),
+    Hostile("SQL drop table", _q("'; DROP TABLE docs_knowledge; --"), "200", decision="no_match"),
+    Hostile("SQL meta-characters", _q("home' OR '1'='1\" ; -- /* */ %_ \\"), "200", decision="clarify", top="concepts/home"),
+    Hostile("regex meta-characters", _q(r"(a+)+$ .* [^] \d{99999} (?=x) | \\"), "200", decision="no_match"),
+    Hostile("format-string", _q("{0} %s %n ${jndi:ldap://x} {{7*7}}"), "200", decision="no_match"),
+    Hostile("very long single token", _q("w" * 500), "200", decision="no_match"),
+    Hostile("many long tokens", _q(" ".join(["workspaceee" * 4] * 11)), "200", decision="no_match",
+            known_failure="no word of the query is in the corpus (phases 1 and 2: no_match), but phase 3 "
+            "asks about Workspace Actions from the embedding alone"),
     # numbers and types
     Hostile("top_k 0", _q("home", top_k=0), "4xx"),
     Hostile("top_k 11", _q("home", top_k=11), "4xx"),
     Hostile("top_k negative", _q("home", top_k=-1), "4xx"),
     Hostile("top_k huge", _q("home", top_k=10**30), "4xx"),
     Hostile("top_k as string", _q("home", top_k="3"), "4xx"),
-    Hostile("top_k as integral float", _q("home", top_k=3.0), "200"),  # JSON Schema: 3.0 is an integer
+    Hostile("top_k as integral float", _q("home", top_k=3.0), "200", decision="clarify", top="concepts/home"),  # JSON Schema: 3.0 is an integer
     Hostile("top_k as fraction", _q("home", top_k=2.5), "4xx"),
     Hostile("phase 0", _q("home", phase=0), "4xx"),
     Hostile("phase 4", _q("home", phase=4), "4xx"),
@@ -86,7 +99,7 @@ CASES: list[Hostile] = [
     Hostile("query null", b'{"query": null}', "4xx"),
     Hostile("missing query", b'{"top_k": 3}', "4xx"),
     Hostile("unknown field", _q("home", admin=True), "4xx", fragment="unknown field"),
-    Hostile("duplicate keys", b'{"query": "home", "query": "x"}', "200"),
+    Hostile("duplicate keys", b'{"query": "home", "query": "x"}', "200", decision="no_match"),  # the last one wins
     # framing
     Hostile("non-JSON body", b"query=home", "4xx"),
     Hostile("empty body", b"", "4xx"),
@@ -115,15 +128,22 @@ async def fingerprint_before(service_client: Any) -> str:
     return await _fingerprint(service_client)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.kind for c in CASES])
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.kind, marks=[pytest.mark.xfail(reason=c.known_failure, strict=True)] if c.known_failure else [])
+    for c in CASES
+])
 async def test_hostile_retrieve(service_client: Any, fingerprint_before: str, case: Hostile) -> None:
     response = await service_client.post("/retrieve", content=case.body, headers=case.headers or JSON)
     assert response.status_code < 500, response.text
     if case.expect == "200":
+        assert case.decision, "a 200 row states the decision a user should get"
         assert response.status_code == 200, response.text
         body = response.json()
-        assert body["status"] in ("answer", "clarify", "no_match", "disabled")
         assert body["request_id"] and isinstance(body["results"], list)
+        slugs = [r["doc_slug"] for r in body["results"]]
+        assert (body["status"], slugs[0] if slugs else None) == (case.decision, case.top), body["message"]
+        if case.decision == "no_match":
+            assert body["message"] == "Which part should I explain?"
     elif case.expect == "4xx":
         assert 400 <= response.status_code < 500, response.text
         error = response.json()["error"]
@@ -131,6 +151,9 @@ async def test_hostile_retrieve(service_client: Any, fingerprint_before: str, ca
         assert case.fragment in error + json.dumps(response.json().get("detail"), ensure_ascii=False)
     else:  # a JSON body under another content type: answered or refused, never a crash
         assert response.status_code in (200, 415), response.text
+        if response.status_code == 200:  # then it is the same question as "home"
+            body = response.json()
+            assert body["status"] == "clarify" and body["results"][0]["doc_slug"] == "concepts/home"
 
 
 async def test_hostile_context(service_client: Any) -> None:

@@ -9,6 +9,8 @@ import pytest
 
 from service.loadgen import percentile, require_loopback, run_load
 
+SAFETY_S = 120.0
+
 
 async def _server(status: bytes) -> tuple[asyncio.Server, int, list[bytes]]:
     seen: list[bytes] = []
@@ -31,7 +33,9 @@ async def _server(status: bytes) -> tuple[asyncio.Server, int, list[bytes]]:
 async def test_posts_bodies_and_reports_latency() -> None:
     server, port, seen = await _server(b"200 OK")
     async with server:
-        report = await run_load(f"http://127.0.0.1:{port}", lambda i: {"query": f"q{i}"}, 4, 0.3,
+        # Bounded by the request count; the duration is only a safety net a busy
+        # machine cannot reach (the run ends as soon as 50 requests are done).
+        report = await run_load(f"http://127.0.0.1:{port}", lambda i: {"query": f"q{i}"}, 4, SAFETY_S,
                                 max_requests=50)
     assert report.requests == 50 and report.errors == 0 and report.status_counts == {200: 50}
     assert b'"query": "q0"' in seen[0] or b'"query":"q0"' in seen[0]
@@ -41,9 +45,9 @@ async def test_posts_bodies_and_reports_latency() -> None:
 async def test_5xx_and_refused_connections_are_errors() -> None:
     server, port, _ = await _server(b"503 Service Unavailable")
     async with server:
-        report = await run_load(f"http://127.0.0.1:{port}", None, 2, 0.2, "/health", max_requests=10)
+        report = await run_load(f"http://127.0.0.1:{port}", None, 2, SAFETY_S, "/health", max_requests=10)
     assert report.errors == 10 and report.status_counts == {503: 10}
-    refused = await run_load(f"http://127.0.0.1:{port}", None, 1, 0.2, max_requests=3)
+    refused = await run_load(f"http://127.0.0.1:{port}", None, 1, SAFETY_S, max_requests=3)
     assert refused.errors == 3 and refused.status_counts == {0: 3}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -103,16 +104,15 @@ BAD_FILES: dict[str, tuple[str, bytes, str]] = {
     "no closing front matter": (
         "concepts/open.md", b"---\ntitle: Open\ncategory: concepts\nBody\n", "no closing '---'",
     ),
-    "missing title": (
-        "concepts/untitled.md", b"---\ncategory: concepts\n---\nBody text.\n", "missing title",
+    # Issue 17: a missing title (→ first heading / file name), a new category
+    # and a category other than the folder are valid now (tests/unit/test_ingest_rules.py).
+    "broken YAML names its line": (
+        "concepts/badyaml.md", b"---\ntitle: Fine\nkeywords: [a, b\nsummary: x\n---\nBody.\n",
+        "(line 4)",
     ),
-    "unknown category": (
-        "concepts/calendar.md", b"---\ntitle: Calendar\ncategory: calendars\n---\nBody.\n",
-        "unknown category 'calendars'",
-    ),
-    "folder mismatch": (
-        "widgets/home.md", b"---\ntitle: Home\ncategory: concepts\n---\nBody.\n",
-        "does not match its folder",
+    "duplicate slug from the path": (
+        "concepts/Workspace.md", b"---\ntitle: Another workspace\n---\nBody.\n",
+        "duplicate slug 'concepts/workspace'",
     ),
     "duplicate slug": (
         "concepts/workspace-copy.md",
@@ -150,25 +150,57 @@ async def test_seed_killed_mid_transaction_keeps_previous_corpus(
     migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker,
     table_dump: Dump,
 ) -> None:
-    """Cancel a seed while it waits inside its transaction: nothing is applied."""
+    """Cancel a seed after it has written inside its transaction: nothing is applied.
+
+    The next corpus adds a page (an insert, the seed's first write), edits one
+    (an update) and deletes one; a row lock on the edited page holds the seed
+    at its update, after the insert, until it is cancelled.
+    """
     await seed(migrated_pool, fixture_seeds, paragraph_chunker)
     before = await table_dump(migrated_pool)
     (fixture_seeds / "actions" / "navigation.md").unlink()
+    page = fixture_seeds / "concepts" / "workspace.md"
+    page.write_text(page.read_text() + "\nA new closing paragraph.\n")
+    (fixture_seeds / "concepts" / "entry.md").write_text(
+        "---\ntitle: Entry\ncategory: concepts\nkeywords: [entry]\n---\n# Entry\n\nAn entry owns workspaces.\n"
+    )
     blocker = await migrated_pool.acquire()
     tx = blocker.transaction()
     await tx.start()
-    await blocker.execute("select pg_advisory_xact_lock($1)", 0x5EED_0002)  # hold the seed lock
+    await blocker.execute("select 1 from docs_knowledge where slug = 'concepts/workspace' for update")
     task = asyncio.create_task(seed(migrated_pool, fixture_seeds, paragraph_chunker))
-    await asyncio.sleep(0.3)
-    assert not task.done()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    await tx.rollback()
-    await migrated_pool.release(blocker)
+    try:
+        backend = await _backend_waiting_on_a_lock(migrated_pool, task)
+        # It has written (a transaction id is assigned at the first write, not by the
+        # advisory lock), and its insert is not visible outside its transaction.
+        assert await migrated_pool.fetchval(
+            "select backend_xid is not null from pg_stat_activity where pid = $1", backend)
+        assert await migrated_pool.fetchval(
+            "select count(*) from docs_knowledge where slug = 'concepts/entry'") == 0
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await tx.rollback()
+        await migrated_pool.release(blocker)
+    assert task.cancelled()
     assert await table_dump(migrated_pool) == before
     report = await seed(migrated_pool, fixture_seeds, paragraph_chunker)  # next seed completes
-    assert report.documents.deleted == 1
+    counts = report.documents
+    assert (counts.inserted, counts.updated, counts.deleted) == (1, 1, 1)
+
+
+async def _backend_waiting_on_a_lock(pool: asyncpg.Pool[Any], task: asyncio.Task[Any]) -> int:
+    """The pid of the backend (of this test's database) that waits on a lock; fails if the task ends first."""
+    for _ in range(600):
+        assert not task.done(), task
+        pid = await pool.fetchval(
+            "select pid from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()"
+        )
+        if pid:
+            return int(pid)
+        await asyncio.sleep(0.05)
+    raise AssertionError("the seed never reached the locked row")
 
 
 async def test_concurrent_seeds_serialize(

@@ -9,40 +9,39 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import psutil
 import pytest
 
 from service.db.embedded import PostmasterPid, free_port
+from service.readiness import wait_url_ready_sync
 from service.settings import PROJECT_ROOT
+from tests.conftest import quiet_flags_file
 
 READY_TIMEOUT_S = 120
 
 
-def _start(data_dir: Path, seeds: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
-    env.update(SEEDS_DIR=str(seeds), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+def _start(
+    data_dir: Path, seeds: Path, port: int, log: Path,
+    argv: list[str] | None = None, env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """`python -m service serve` (or `argv`, a wrapper script taking the same arguments)."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
+    environ.update(SEEDS_DIR=str(seeds), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                   FLAGS_FILE=str(quiet_flags_file()), PYTHONPATH=str(PROJECT_ROOT), **(env or {}))
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(port),
+            [sys.executable, *(argv or ["-m", "service"]), "serve", "--port", str(port),
              "--data-dir", str(data_dir)],
-            cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            cwd=PROJECT_ROOT, env=environ, stdout=out, stderr=subprocess.STDOUT,
         )
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], port: int, log: Path) -> dict[str, object]:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def alive() -> None:
         assert proc.poll() is None, f"server exited early:\n{log.read_text()[-3000:]}"
-        try:
-            response = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2)
-            if response.status_code == 200:
-                body: dict[str, object] = response.json()
-                return body
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"not ready in {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
+
+    return wait_url_ready_sync(f"http://127.0.0.1:{port}", timeout_s=READY_TIMEOUT_S, semantic=False,
+                               check_alive=alive)
 
 
 def _postgres_pids(data_dir: Path) -> set[int]:
@@ -61,6 +60,13 @@ def _alive(pids: set[int]) -> set[int]:
         except psutil.NoSuchProcess:
             pass
     return alive
+
+
+def _wait_gone(pids: set[int], timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _alive(pids) == set(), "PostgreSQL processes left behind"
 
 
 def _stop(proc: subprocess.Popen[bytes], log: Path) -> None:
@@ -86,8 +92,7 @@ def test_serve_ready_sigterm_restart(tmp_path: Path, fixture_seeds: Path) -> Non
     finally:
         if proc.poll() is None:
             proc.kill()
-    time.sleep(0.2)
-    assert _alive(pids) == set(), "PostgreSQL processes left behind"
+    _wait_gone(pids)
     assert not (data_dir / "postmaster.pid").exists()
 
     # Warm restart on the same data directory: data kept, nothing re-inserted.
@@ -101,8 +106,7 @@ def test_serve_ready_sigterm_restart(tmp_path: Path, fixture_seeds: Path) -> Non
     finally:
         if proc.poll() is None:
             proc.kill()
-    time.sleep(0.2)
-    assert _alive(pids) == set()
+    _wait_gone(pids)
     assert "inserted=0, updated=0, unchanged=3" in log.read_text()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,10 @@ class BrokenLeg(SemanticLeg):
 
 
 class SlowLeg(SemanticLeg):
+    """Never answers: waits on an event nobody sets, so only the timeout ends phase 3."""
+
     async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> Any:
-        await asyncio.sleep(5)
+        await asyncio.Event().wait()
 
 
 def _pipeline(flags: Flags, loaded: bool = True) -> Pipeline:
@@ -55,7 +58,7 @@ async def test_failing_phase_three_falls_back_to_phase_two_in_the_same_request()
     pipeline.semantic = _leg(BrokenLeg)
     response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
     assert response.status == "answer" and response.phase == 2
-    assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "ConnectionError: connection refused")]
+    assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "database unreachable: connection refused")]
     assert response.results[0].header_path == "Workspace > Basics"
 
 
@@ -63,9 +66,21 @@ async def test_slow_phase_is_passed_over_after_its_timeout() -> None:
     flags = apply_overrides(Flags(), {"timeouts.phase_ms": 50})
     pipeline = _pipeline(flags)
     pipeline.semantic = _leg(SlowLeg)
+    stalled: list[str] = []
+
+    async def stall_the_machine(tier: str, _ctx: Any) -> None:
+        # A busy machine stalls the process longer than the 50 ms budget just as
+        # phase 2 starts. Phase 2 is in-memory work that never yields to the event
+        # loop, so its timeout cannot fire: the stall must not cost it the answer.
+        if tier == "phase2":
+            stalled.append(tier)
+            time.sleep(0.2)
+
+    pipeline.tier_hook = stall_the_machine
     response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
-    assert response.phase == 2
-    assert response.fallback_path[0].reason == "timeout after 50 ms"
+    assert stalled == ["phase2"]
+    assert response.phase == 2 and response.status == "answer"
+    assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "timeout after 50 ms")]
 
 
 async def test_without_a_corpus_the_cache_answers_explain_questions() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,48 @@ def test_glossary_answers_only_explain_questions_about_core_concepts() -> None:
     assert evidence is not None and evidence.source == "cache" and evidence.doc_slug == "concepts/panels"
     lookup, _ = normalize_query("panel", lexicon)
     assert glossary.answer(lookup) is None
+
+
+def test_request_fields_are_sent_as_written() -> None:
+    import msgspec
+
+    from service.golden import request_of
+
+    case = msgspec.convert({"id": "c", "query": "q", "phase": 2, "top_k": 5, "category": "widgets",
+                            "expect": {"decision": "answer"}}, GoldenCase)
+    assert phases_of(case) == [2]
+    assert request_of(case, 2) == ("/retrieve", {"query": "q", "phase": 2, "top_k": 5, "category": "widgets"})
+    ctx = msgspec.convert({"id": "c", "query": "q", "ui_context": {"screen": "workspace"},
+                           "expect": {"decision": "answer"}}, GoldenCase)
+    assert phases_of(ctx) == [3]
+    assert request_of(ctx, 3) == ("/context", {"query": "q", "ui_context": {"screen": "workspace"}})
+
+
+@pytest.mark.parametrize(
+    ("case", "problem"),
+    [
+        ("{id: c, query: q, expect: {decision: [answer, clarify]}}", "without a `note`"),
+        ("{id: c, query: q, phase: 1, phases: [1], expect: {decision: answer}}", "not both"),
+        ("{id: c, query: q, phase: 4, expect: {decision: answer}}", "phases must be among"),
+        ("{id: c, query: q, ui_context: {screen: x}, top_k: 3, expect: {decision: answer}}", "no `top_k`"),
+        ("{id: c, query: q, known_failure: ' ', expect: {decision: answer}}", "must give the reason"),
+    ],
+)
+def test_cases_that_do_not_say_what_a_user_should_get_are_rejected(case: str, problem: str) -> None:
+    from service.golden import parse_golden
+
+    with pytest.raises(GoldenFileError, match=re.escape(problem)):
+        parse_golden(f"cases:\n  - {case}\n")
+
+
+def test_known_failures_are_reported_apart_and_strictly() -> None:
+    import msgspec
+
+    from service.golden import verdict
+
+    case = msgspec.convert({"id": "c", "query": "q", "known_failure": "wrong today",
+                            "expect": {"decision": "answer"}}, GoldenCase)
+    assert verdict(case, ["decision 'clarify', expected answer"]) == "XFAIL"
+    assert verdict(case, []) == "XPASS"  # fixed: the mark must go
+    plain = _case(decision="answer")
+    assert (verdict(plain, []), verdict(plain, ["x"])) == ("PASS", "FAIL")

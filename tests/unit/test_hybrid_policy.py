@@ -11,8 +11,11 @@ from service.scoring.hybrid import fuse_evidence, semantic_signal
 from service.scoring.semantic import SemanticHit
 from service.settings import PROJECT_ROOT
 
-# The service's own thresholds (flags.yaml is the one place they are set).
+# The thresholds the service ships with (flags.yaml `semantic:`), never a copy of them.
 T = load_flags_file(PROJECT_ROOT / "flags.yaml").semantic
+BELOW_FLOOR = T.similarity_floor - 0.1
+BETWEEN = (T.similarity_floor + T.answer_similarity) / 2  # close, not confident
+CONFIDENT = min(1.0, T.answer_similarity + 0.15)
 Q = NormalizedQuery(raw="how do I find my notes?", tokens=("find", "notes"), phrase="find notes")
 
 
@@ -57,19 +60,19 @@ def test_keyword_ambiguity_survives_a_confident_neighbour() -> None:
 
 def test_confident_neighbour_turns_a_weak_match_into_an_answer() -> None:
     keyword = Clarify(results=(), confidence=0.1, message="weak", options=(), reason="no_title_or_keyword_hit")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=0.7, margin=0.1, top_doc="concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=CONFIDENT, margin=T.margin + 0.05, top_doc="concepts/notes"), Q, T)
     assert isinstance(decision, Answer) and decision.reason == "semantic_confident"
 
 
 def test_far_neighbours_are_not_evidence() -> None:
     keyword = NoMatch(message="Which part should I explain?", reason="out_of_domain")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=0.25, margin=0.02, top_doc="concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=BELOW_FLOOR, margin=0.02, top_doc="concepts/notes"), Q, T)
     assert isinstance(decision, NoMatch) and decision.reason == "below_similarity_floor"
 
 
 def test_plausible_but_unsure_neighbour_asks() -> None:
     keyword = NoMatch(message="Which part should I explain?", reason="no_match")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=0.5, margin=0.01, top_doc="concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=BETWEEN, margin=0.01, top_doc="concepts/notes"), Q, T)
     assert isinstance(decision, Clarify)
     assert decision.message.startswith("I'm not sure which feature you mean. Are you asking about Notes?")
 

@@ -7,16 +7,19 @@ import math
 import pytest
 
 from service.domain.types import Chunk, Document
+from service.flags import LexicalFlags
 from service.normalize.lexicon import Synonyms, build_lexicon
 from service.scoring import keyword_formulas as f
 from service.scoring.chunks import dedupe_per_document
 from service.scoring.keyword import (
-    LexicalParams,
+    LexicalScorer,
     build_chunk_index,
     build_document_index,
-    is_exact_title_phrase,
-    make_snippet,
+    lexical_scorer,
 )
+from service.scoring.lexical_units import is_exact_title_phrase, prepare_document
+from service.scoring.snippets import make_snippet
+from service.scoring.stemming import lexical_key
 
 
 def test_raw_points_follow_the_seed_table() -> None:
@@ -25,9 +28,9 @@ def test_raw_points_follow_the_seed_table() -> None:
 
 
 def test_length_normalisation_and_exact_phrase_discount() -> None:
-    assert f.final_score(10, 100, exact_title_phrase=False) == pytest.approx(1.0)
+    assert f.length_divisor(100, exact_title_phrase=False) == pytest.approx(10.0)
     # Half the penalty: divisor 0.5 × √100 = 5.
-    assert f.final_score(10, 100, exact_title_phrase=True) == pytest.approx(2.0)
+    assert f.length_divisor(100, exact_title_phrase=True) == pytest.approx(5.0)
     assert f.length_divisor(0, False) == 1.0  # an empty page never divides by zero
 
 
@@ -78,7 +81,7 @@ LEXICON = build_lexicon(
 
 def test_document_scores_are_hand_computable() -> None:
     index = build_document_index(DOCS, LEXICON)
-    results = index.search(["workspace"], lexical=LexicalParams(scorer="seed"))
+    results = index.search(["workspace"], lexical=LexicalFlags(scorer="seed"))
     assert [r.doc_slug for r in results] == ["concepts/workspace", "actions/workspaces"]
     top, second = results
     # Workspace page: exact title +5, title token +3, content +1 = 9 raw; content has
@@ -127,9 +130,9 @@ def test_dedupe_keeps_at_most_n_chunks_per_document() -> None:
 
 
 def test_vectorised_bm25f_matches_the_scalar_formula() -> None:
-    """The numpy ranking equals BM25F computed unit by unit (oracle: keyword_formulas)."""
-    from service.scoring.keyword import LexicalParams, lexical_key, unit_from_document
-
+    """The numpy ranking equals BM25F computed unit by unit from the definition
+    (Robertson & Zaragoza 2009, eq. 3.18-3.19; Lucene's idf), written here
+    independently of the service's formulas."""
     docs = [
         _doc("concepts/notes", "Notes", ("notes", "annotations"), "Notes hold text. Notes link to notes."),
         _doc("actions/notes", "Note Actions", ("rename",), "Rename, move or delete a note."),
@@ -140,24 +143,55 @@ def test_vectorised_bm25f_matches_the_scalar_formula() -> None:
         titles=[d.title for d in docs], keywords=[k for d in docs for k in d.keywords],
         texts=[d.content for d in docs], synonyms=Synonyms(),
     )
-    index = build_document_index(docs, lexicon)
-    params = LexicalParams(scorer="bm25", k1=1.2, b=0.75, title_weight=2.0, keyword_weight=1.0, content_weight=1.0)
+    params = LexicalFlags(scorer="bm25", k1=1.2, b=0.6, title_weight=2.0, keyword_weight=1.5, content_weight=1.0)
     tokens = ["rename", "notes"]
-    results = index.search(tokens, lexical=params)
-    averages = index.average_lengths()
-    n = len(index.units)
+    results = build_document_index(docs, lexicon).search(tokens, lexical=params)
+
+    terms = [prepare_document(d, lexicon).terms for d in docs]
+    n = len(docs)
+    fields = [
+        (params.title_weight, [(t.title_tf, t.title_length) for t in terms]),
+        (params.keyword_weight, [(t.keyword_tf, t.keyword_length) for t in terms]),
+        (params.content_weight, [(t.content_tf, t.content_length) for t in terms]),
+    ]
     expected: dict[str, float] = {}
-    for unit in (unit_from_document(d, lexicon) for d in docs):  # units still holding their tf dicts
+    for i, doc in enumerate(docs):
         total = 0.0
-        for token in dict.fromkeys(lexical_key(t) for t in tokens):
-            df = index.document_frequency(token)
-            tf = unit.lexical_tf(token, params, averages)
-            if df and tf:
-                total += f.bm25_idf(df, n) * f.bm25f_saturate(tf, params.k1)
-        expected[unit.doc_slug] = total
+        for stem in dict.fromkeys(lexical_key(t) for t in tokens):
+            df = sum(any(stem in counts[j][0] for _, counts in fields) for j in range(n))
+            pseudo = 0.0
+            for weight, counts in fields:
+                average = sum(length for _, length in counts) / n
+                tf, length = counts[i][0].get(stem, 0), counts[i][1]
+                pseudo += weight * tf / (1 - params.b + params.b * length / average)
+            if df and pseudo:
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                total += idf * pseudo * (params.k1 + 1) / (params.k1 + pseudo)
+        expected[doc.slug] = total
     assert {r.doc_slug for r in results} == {slug for slug, score in expected.items() if score > 0}
     for result in results:
         assert result.score == pytest.approx(expected[result.doc_slug], abs=1e-5)  # float32 counts, 6-place rounding
         explained = next(line for line in result.match_explain if line.startswith("ranking score: bm25"))
         assert explained.endswith(f"= {expected[result.doc_slug]:.3f}")
     assert [r.doc_slug for r in results] == sorted(expected, key=lambda s: -expected[s])[: len(results)]
+
+
+def test_scorer_names_and_unknown_scorer_lists_the_valid_ones() -> None:
+    assert lexical_scorer(" BM25 ") is LexicalScorer.bm25
+    with pytest.raises(ValueError, match="unknown lexical scorer 'tfidf'; valid: seed, bm25"):
+        lexical_scorer("tfidf")
+
+
+def test_seed_guards_are_the_same_whichever_formula_ranks() -> None:
+    """The decision thresholds are in seed points: BM25F changes the order and
+    `score`, never a unit's raw points, matched terms or title/keyword hit."""
+    index = build_document_index(DOCS, LEXICON)
+    tokens = ["workspace", "notes"]
+    seed = {e.doc_slug: e for e in index.search(tokens, lexical=LexicalFlags(scorer="seed"))}
+    bm25 = {e.doc_slug: e for e in index.search(tokens, lexical=LexicalFlags(scorer="bm25"))}
+    assert seed.keys() == bm25.keys() and len(seed) == 3
+    for slug, by_seed in seed.items():
+        by_bm25 = bm25[slug]
+        guards = ("raw_score", "matched_terms", "title_or_keyword_hit", "exact_title_phrase", "snippet")
+        assert {g: getattr(by_bm25, g) for g in guards} == {g: getattr(by_seed, g) for g in guards}
+        assert by_seed.seed_score is None and by_bm25.seed_score == by_seed.score

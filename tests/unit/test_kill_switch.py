@@ -32,9 +32,9 @@ def make(cfg: KillSwitchFlags = DEFAULTS) -> tuple[KillSwitch, FakeClock, list[s
 
 
 def feed(ks: KillSwitch, clock: FakeClock, tier: str, n: int, latency: float, error: bool = False,
-         every_s: float = 1.0) -> None:
+         every_s: float = 1.0, database: bool = False) -> None:
     for _ in range(n):
-        ks.record(tier, latency, error)
+        ks.record(tier, latency, error, database)
         clock.advance(every_s)
 
 
@@ -89,11 +89,75 @@ def test_drop_from_phase_two_goes_to_one() -> None:
     assert ks.effective_phase(Flags(phase=1)) == 1
 
 
-def test_error_rate_disables_retrieval() -> None:
+def test_error_rate_takes_the_failing_phase_out_and_phases_below_keep_answering() -> None:
     ks, clock, events = make()
     feed(ks, clock, "phase3", 18, latency=10)
     feed(ks, clock, "phase3", 2, latency=10, error=True)  # 10 % > 5 %
+    assert ks.state == "tripped" and ks.ceiling == 2 and events == ["trip:error_rate"]
+    assert ks.effective_phase(FLAGS) == 2
+    assert ks.route(FLAGS).reason == "kill switch: error rate 10.0% > 5.0% over 300 s (phase 3, 20 samples)"
+    # Phase 2 failing as well takes it out too; phase 1 failing leaves nothing: disabled.
+    feed(ks, clock, "phase2", 20, latency=1, error=True)
+    assert ks.ceiling == 1 and ks.effective_phase(FLAGS) == 1
+    feed(ks, clock, "phase1", 20, latency=1, error=True)
+    assert ks.ceiling == 0 and ks.effective_phase(FLAGS) == 0
+
+
+def test_error_action_disable_keeps_the_seed_plans_literal_rule() -> None:
+    ks, clock, events = make(KillSwitchFlags(error_action="disable"))
+    feed(ks, clock, "phase3", 18, latency=10)
+    feed(ks, clock, "phase3", 2, latency=10, error=True)
     assert ks.effective_phase(FLAGS) == 0 and events == ["trip:error_rate"]
+
+
+def test_database_trip_probes_as_soon_as_the_database_answers() -> None:
+    ks, clock, events = make(KillSwitchFlags(probe_share=0.25))
+    ks.database_answered()  # closed: nothing to do
+    feed(ks, clock, "phase3", 20, latency=3, error=True, database=True)
+    assert (ks.state, ks.ceiling, ks.trip_cause) == ("tripped", 2, "database")
+    assert ks.cooldown_remaining_s() == pytest.approx(599)  # the feed ran 1 s past the trip
+    ks.database_answered()  # long before the 10-minute cool-down
+    assert ks.state == "half_open"
+    phases = [ks.effective_phase(FLAGS) for _ in range(8)]
+    assert phases.count(3) == 2 and phases.count(2) == 6  # a quarter of the traffic probes
+    feed(ks, clock, "phase3", 20, latency=5)
+    assert ks.state == "closed" and ks.effective_phase(FLAGS) == 3
+    assert events == ["trip:error_rate", "half_open:database_back", "recover:probe_ok"]
+
+
+def test_failed_database_probe_trips_again_and_waits_for_the_database() -> None:
+    ks, clock, events = make()
+    feed(ks, clock, "phase3", 20, latency=3, error=True, database=True)
+    ks.database_answered()
+    feed(ks, clock, "phase3", 20, latency=3, error=True, database=True)
+    assert (ks.state, ks.trip_cause) == ("tripped", "database")
+    ks.database_answered()
+    assert ks.state == "half_open"
+    assert events == ["trip:error_rate", "half_open:database_back", "probe_failed:probe_breached",
+                      "half_open:database_back"]
+
+
+@pytest.mark.parametrize("database", [False, True])
+def test_latency_and_non_database_trips_keep_their_cooldown(database: bool) -> None:
+    ks, clock, _ = make()
+    if database:  # slow, not failing: a latency trip even if the database is the slow part
+        feed(ks, clock, "phase3", 20, latency=900)
+    else:  # failing, but not the database (a bug, a missing model)
+        feed(ks, clock, "phase3", 20, latency=3, error=True)
+    assert ks.trip_cause in ("latency", "errors")
+    ks.database_answered()
+    assert ks.state == "tripped"
+    clock.advance(600)
+    ks.refresh()
+    assert ks.state == "half_open"
+
+
+def test_manual_kill_ignores_the_database_coming_back() -> None:
+    ks, clock, _ = make()
+    feed(ks, clock, "phase3", 20, latency=3, error=True, database=True)
+    ks.kill("maintenance")
+    ks.database_answered()
+    assert ks.state == "manual" and ks.effective_phase(FLAGS) == 0
 
 
 def test_error_rate_at_threshold_does_not_trip() -> None:
@@ -124,12 +188,12 @@ def test_cooldown_half_open_probes_then_recovers() -> None:
 def test_failed_probe_restarts_the_cooldown() -> None:
     ks, clock, events = make()
     feed(ks, clock, "phase3", 20, latency=10, error=True)
-    assert ks.ceiling == 0
+    assert ks.ceiling == 2
     clock.advance(600)
     ks.refresh()
     assert ks.state == "half_open"
     feed(ks, clock, "phase3", 20, latency=10, error=True)
-    assert ks.state == "tripped" and ks.ceiling == 0
+    assert ks.state == "tripped" and ks.ceiling == 2
     assert events[-1] == "probe_failed:probe_breached"
     assert ks.cooldown_remaining_s() == pytest.approx(600 - 0, abs=25)
 

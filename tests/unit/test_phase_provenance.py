@@ -32,9 +32,9 @@ class FakeClock:
         return self.now
 
 
-def _service(flags: Flags) -> tuple[Pipeline, KillSwitch, FakeClock]:
+def _service(flags: Flags, limits: KillSwitchFlags = LIMITS) -> tuple[Pipeline, KillSwitch, FakeClock]:
     clock = FakeClock()
-    switch = KillSwitch(lambda: LIMITS, clock=clock)
+    switch = KillSwitch(lambda: limits, clock=clock)
     glossary = Glossary(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
     pipeline = Pipeline(
         glossary=glossary, synonyms=Synonyms(), flags=lambda: flags, recorder=switch, router=switch.route,
@@ -64,13 +64,23 @@ async def test_a_p95_trip_names_the_trigger_and_the_window_figure() -> None:
     assert within.phase == 2 and within.fallback_path == ()
 
 
-async def test_an_error_rate_trip_disables_retrieval_and_says_why() -> None:
-    pipeline, switch, clock = _service(Flags())
+REASON = "kill switch: error rate 100.0% > 5.0% over 300 s (phase 3, 20 samples)"
+
+
+async def test_an_error_rate_trip_takes_the_failing_phase_out_and_says_why() -> None:
+    pipeline, switch, clock = _service(Flags())  # error_action: drop_phase
+    _trip(switch, clock, Tier.phase3, latency_ms=5, error=True)
+    outcome = await pipeline.run_request(RetrieveParams(query="explain workspace"))
+    assert outcome.status == "answer" and outcome.phase == 2
+    assert _path(outcome) == [("phase3", REASON)]
+
+
+async def test_an_error_rate_trip_with_error_action_disable_disables_retrieval_and_says_why() -> None:
+    pipeline, switch, clock = _service(Flags(), KillSwitchFlags(error_action="disable"))
     _trip(switch, clock, Tier.phase3, latency_ms=5, error=True)
     outcome = await pipeline.run_request(RetrieveParams(query="explain workspace"))
     assert outcome.status == "disabled" and outcome.tier is Tier.generic
-    reason = "kill switch: error rate 100.0% > 5.0% over 300 s (phase 3, 20 samples)"
-    assert _path(outcome) == [("phase3", reason), ("phase2", reason), ("phase1", reason)]
+    assert _path(outcome) == [("phase3", REASON), ("phase2", REASON), ("phase1", REASON)]
 
 
 async def test_manual_kill_and_flags_are_named_and_reset_clears_the_path() -> None:

@@ -1,0 +1,130 @@
+"""The ONNX Runtime backend: the same model without PyTorch in the process.
+
+The graph is exported once from the local model directory (onnx_export.py, in
+a subprocess) and cached under the data directory, keyed by the model files'
+size and modification time, so a new model (or a new export recipe) exports
+again and nothing is ever downloaded. Tokenization uses the model's own
+`tokenizers` tokenizer; mean pooling over the attention mask and L2
+normalisation follow the model's sentence-transformers modules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from service.embedding.base import Matrix, WindowedEmbedder, model_threads, normalise
+from service.ingest.tokens import ModelNotFoundError, default_model_dir, validate_model_dir
+
+# Bump when onnx_export.py changes what it writes: cached graphs are re-exported.
+EXPORT_VERSION = 1
+EXPORT_TIMEOUT_S = 900
+
+
+def model_config(model_dir: Path) -> tuple[int, int]:
+    """(dimension, max_seq_length); refuses a model whose pooling is not
+    mean + normalise, which is all the numpy pooling here reproduces."""
+    modules = json.loads((model_dir / "modules.json").read_text()) if (model_dir / "modules.json").is_file() else []
+    kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
+    pooling_dir = next((m.get("path", "") for m in modules if m.get("type", "").endswith("Pooling")), "1_Pooling")
+    pooling_file = model_dir / pooling_dir / "config.json"
+    pooling = json.loads(pooling_file.read_text()) if pooling_file.is_file() else {}
+    if kinds[:1] != ["Transformer"] or "Normalize" not in kinds or not pooling.get("pooling_mode_mean_tokens"):
+        raise ModelNotFoundError(
+            f"the onnx backend supports mean-pooled, normalised sentence-transformers models; "
+            f"{model_dir} has modules {kinds or 'none'}: use embedding.backend torch"
+        )
+    st_config = model_dir / "sentence_bert_config.json"
+    max_len = int(json.loads(st_config.read_text()).get("max_seq_length", 256)) if st_config.is_file() else 256
+    dim = pooling.get("word_embedding_dimension") or json.loads((model_dir / "config.json").read_text())["hidden_size"]
+    return int(dim), max_len
+
+
+def fingerprint(model_dir: Path) -> str:
+    """Changes when any model file does (size or mtime), or the export recipe."""
+    h = hashlib.sha256(f"export v{EXPORT_VERSION}".encode())
+    for f in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        stat = f.stat()
+        h.update(f"{f.relative_to(model_dir)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def ensure_onnx(model_dir: Path, cache_root: Path, int8: bool) -> Path:
+    """The cached graph for this model, exported now if missing (~15 s)."""
+    name = "model-int8.onnx" if int8 else "model.onnx"
+    target = cache_root / f"{model_dir.name}-{fingerprint(model_dir)}" / name
+    if target.is_file():
+        return target
+    command = [sys.executable, "-m", "service.embedding.onnx_export", str(model_dir), str(target)]
+    if int8:
+        command.append("--int8")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S, check=False)
+    if done.returncode != 0 or not target.is_file():
+        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+        raise ModelNotFoundError(f"ONNX export of {model_dir} to {target} failed: {tail}")
+    return target
+
+
+class OnnxEmbedder(WindowedEmbedder):
+    """One onnxruntime session, threads sized to the cores (called from the model thread)."""
+
+    def __init__(
+        self,
+        model_dir: Path | str | None = None,
+        *,
+        cache_dir: Path,
+        int8: bool = False,
+        model_name: str | None = None,
+        num_threads: int | None = None,
+        batch_size: int = 32,
+    ) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.backend = "onnx-int8" if int8 else "onnx"
+        path = validate_model_dir(Path(model_dir)) if model_dir else default_model_dir()
+        dim, max_len = model_config(path)
+        if not (path / "tokenizer.json").is_file():
+            raise ModelNotFoundError(f"the onnx backend needs {path / 'tokenizer.json'}")
+        self.graph = ensure_onnx(path, cache_dir, int8)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = num_threads or model_threads()
+        options.inter_op_num_threads = 1
+        # No busy-waiting between calls: idle model threads would spin on the
+        # cores the event loop and the keyword scoring need (2 cores, shared).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = ort.InferenceSession(str(self.graph), options, providers=["CPUExecutionProvider"])
+        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        # sentence-transformers pads each batch to its longest input and cuts at
+        # max_seq_length (the file itself says: pad to a fixed 128, cut at 128).
+        tokenizer.enable_truncation(max_len)
+        pad = tokenizer.padding or {}
+        tokenizer.enable_padding(pad_id=int(pad.get("pad_id", 0)), pad_token=str(pad.get("pad_token", "[PAD]")))
+        self._tokenizer = tokenizer
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        self.batch_size = batch_size
+        super().__init__(path, model_name, dim, max_len)
+
+    def _encode(self, texts: list[str]) -> Matrix:
+        # Sorted by length, as sentence-transformers does: less padding per batch.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            encodings = self._tokenizer.encode_batch([texts[i] for i in idx])
+            ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+            mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+            feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[idx] = pooled
+        return normalise(out)

@@ -1,0 +1,110 @@
+"""Link check at seed: internal links must reach a page (and heading) of the corpus.
+
+Checked: Markdown links without a scheme (`[t](../x/y.md)`, `[t](y.md#a)`,
+`[t](#a)`), wikilinks (`[[Page]]`, `[[Page#Heading]]`, `[[Page|label]]`) and
+outliner block references (`((uuid))`, against the corpus's `id::` blocks).
+A wikilink names a page by its title, slug, file name or alias, compared as
+slugs (`[[Whiteboard/Action Bar]]` → `whiteboard-action-bar`); a heading by
+its GitHub anchor. Links to other files (images, PDFs) are not pages and are
+not checked. Flag `seeding.broken_links`: `warn` logs and reports them,
+`fail` fails the seed before any write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote
+
+from service.ingest.markdown import CorpusPage
+from service.ingest.parse import (
+    Link,
+    anchor_slug,
+    name_slug,
+    property_values,
+    wikilink_target,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenLink:
+    path: Path
+    line: int
+    target: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: broken link {self.target!r}: {self.reason}"
+
+
+def _names(entry: CorpusPage) -> set[str]:
+    doc, path, page = entry.doc, entry.path, entry.page
+    names = {doc.slug, name_slug(doc.title), name_slug(path.stem), doc.slug.rsplit("/", 1)[-1]}
+    for key in ("alias", "aliases"):
+        raw = page.meta.get(key)
+        values = raw if isinstance(raw, list) else [raw] if isinstance(raw, str) else []
+        names.update(name_slug(str(v)) for v in values)
+        if key in page.properties:
+            names.update(name_slug(v) for v in property_values(page.properties[key]))
+    return {n for n in names if n}
+
+
+def check_links(corpus: Sequence[CorpusPage], seeds_dir: Path) -> list[BrokenLink]:
+    """Every broken internal link of the corpus, in file order."""
+    by_name: dict[str, CorpusPage] = {}
+    by_file: dict[Path, CorpusPage] = {}
+    for entry in corpus:
+        by_file[entry.path.resolve()] = entry
+        for name in _names(entry):
+            by_name.setdefault(name, entry)
+    root = seeds_dir.resolve()
+    block_ids = frozenset(i for entry in corpus for i in entry.page.block_ids)
+    broken: list[BrokenLink] = []
+    for entry in corpus:
+        path = entry.path
+        for link in entry.page.links:
+            if link.kind == "block":
+                reason = "" if link.target in block_ids else "no block with that id"
+            else:
+                reason = _resolve(link, entry, path.resolve(), root, by_name, by_file)
+            if reason:
+                shown = {"wikilink": f"[[{link.target}]]", "block": f"(({link.target}))"}.get(
+                    link.kind, link.target)
+                broken.append(BrokenLink(path, link.line, shown, reason))
+    return broken
+
+
+def _has_anchor(entry: CorpusPage, heading: str) -> bool:
+    anchors = entry.page.anchors
+    return not heading or anchor_slug(heading) in anchors or heading in anchors
+
+
+def _resolve(
+    link: Link, doc: CorpusPage, path: Path, root: Path,
+    by_name: dict[str, CorpusPage], by_file: dict[Path, CorpusPage],
+) -> str:
+    if link.kind == "wikilink":
+        page, heading = wikilink_target(link.target)
+        target = doc if not page else by_name.get(name_slug(page))
+        if target is None:
+            return "no page with that name"
+        return "" if _has_anchor(target, heading) else f"no heading {heading!r} in {target.doc.slug}"
+    wrapped = unquote(link.target)
+    if wrapped.startswith("[[") and wrapped.endswith("]]"):  # Logseq's `[label]([[Page]])`
+        return _resolve(Link(wrapped[2:-2], "wikilink", link.line), doc, path, root, by_name, by_file)
+    location, _, fragment = link.target.partition("#")
+    fragment = unquote(fragment)
+    if not location:
+        return "" if _has_anchor(doc, fragment) else f"no heading #{fragment} on this page"
+    relative = PurePosixPath(unquote(location))
+    if relative.suffix and relative.suffix.lower() != ".md":
+        return ""  # an asset, not a page
+    base = root if relative.is_absolute() else path.parent
+    file = (base / str(relative).lstrip("/")).resolve()
+    if not relative.suffix:
+        file = file.with_name(file.name + ".md")
+    target = by_file.get(file)
+    if target is None:
+        return "no such page in the corpus"
+    return "" if _has_anchor(target, fragment) else f"no heading #{fragment} in {target.doc.slug}"

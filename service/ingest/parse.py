@@ -1,0 +1,547 @@
+"""One Markdown parse per page: the token stream every ingest step reads.
+
+markdown-it-py (CommonMark + tables + strikethrough, with the front matter and
+footnote plugins of mdit-py-plugins) turns a page into tokens once; from them
+come the front matter, the sections (headings, also headings inside outliner
+bullets), the blocks of each section (paragraph, list, table, code), the
+plain text keywords and summaries are drawn from, and the links the link check
+resolves.  `parse_page` is cached on the page text, so the seeder's document
+step and the chunker share one parse.
+
+Block text stays the page's own Markdown (the lines the token covers, dedented),
+so chunk text and hashes of plain Markdown pages do not change; markup that
+only some tools understand is cleaned from it (see `clean_markdown`):
+`[[Page]]` / `[[Page|label]]` / `[[Page#Heading]]` wikilinks → their label,
+`![[embeds]]`, `((block refs))`, `{{macros}}` (but `{{cloze answer}}` keeps its
+answer and `{{embed [[Page]]}}` its page), images, HTML comments, footnote
+markers, `key:: value` property lines and org `#+BEGIN_X` / `#+END_X` marker lines go,
+HTML tags keep their text only,
+callouts (`> [!tip] Title`) become "Tip: Title".  Code (fenced, indented,
+inline) is never rewritten.
+
+Outliner pages (Logseq: every block a `- ` bullet, headings inside bullets,
+`key:: value` page properties on the first lines) are read the same way: a
+bullet whose subtree holds a heading is opened up and its heading starts a
+section; any other bullet (with its children) is a list block of the section.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import threading
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.footnote import footnote_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+BlockKind = Literal["para", "list", "table", "code"]
+LinkKind = Literal["markdown", "wikilink", "block"]
+
+SECTION_LEVELS = 3
+"""`#`–`###` open sections; deeper headings stay in their section's text."""
+
+_MD = (
+    MarkdownIt("commonmark", {"html": True})
+    .enable("table")
+    .enable("strikethrough")
+    .use(front_matter_plugin)
+    .use(footnote_plugin)
+)
+
+# --- cleaning rules (applied outside code only) ------------------------------
+_FENCE = re.compile(r"^\s*(?:[-*+]\s+|\d{1,9}[.)]\s+)?(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_PROPERTY_LINE = re.compile(r"^\s*(?:[-*+]\s+)?[A-Za-z][\w.-]*::(?:\s.*)?$")
+_PROPERTY = re.compile(r"^([A-Za-z][\w.-]*)::\s*(.*)$")
+_ORG_MARKER = re.compile(r"^\s*(?:[-*+]\s+)?#\+(?:BEGIN|END)_\w+.*$", re.IGNORECASE)
+_CALLOUT = re.compile(r"^(\s*(?:>\s*)+)\[!(\w+)\][+-]?\s*(.*)$")
+_FOOTNOTE_DEF = re.compile(r"^(\s*)\[\^[^\]\s]+\]:\s?")
+_FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]+\]")
+_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]")
+_MACRO_EMBED = re.compile(r"\{\{embed\s+\[\[([^\]\n]+)\]\]\s*\}\}")
+_MACRO_CLOZE = re.compile(r"\{\{cloze\s+(.*?)(?:\s*\\\\[^{}\n]*)?\}\}")
+_MACRO = re.compile(r"\{\{[^{}\n]*\}\}")
+_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^}\n]*\})?")
+_TAG_WIKILINK = re.compile(r"#\[\[([^\]\n]+)\]\]")
+_WIKILINK = re.compile(r"\[\[([^\]\n]+)\]\]")
+_BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F-]{8,})\)\)")
+_BLOCK_ID = re.compile(r"^\s*(?:[-*+]\s+)?id::\s*([0-9a-fA-F-]{8,})\s*$", re.MULTILINE)
+_HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+_EMPTY_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s*$")
+_BLANK_RUNS = re.compile(r"\n{3,}")
+# A sentence ends at . ! ? (optionally closed by a quote/bracket) followed by
+# whitespace and something that can start a sentence.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[`*_])")
+_ANCHOR_DROP = re.compile(r"[^\w\- ]")
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """An internal link as written: `[[Page#Heading]]`, `[t](../x.md#a)`, `[t](#a)`."""
+
+    target: str
+    kind: LinkKind
+    line: int
+    """1-based line in the file (front matter included)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    kind: BlockKind
+    text: str
+    """Cleaned Markdown of the block (code: verbatim)."""
+    items: tuple[str, ...] = ()
+    """A list's top-level items (cleaned Markdown with their children)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    path: tuple[str | None, ...]
+    """Open headings, outermost first; `None` stands for the page title."""
+    anchor: str
+    """URL fragment of the section's heading (GitHub style), "" before the first heading."""
+    blocks: tuple[Block, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPage:
+    meta: dict[str, Any]
+    """Front matter (any keys)."""
+    properties: dict[str, str]
+    """Outliner page properties (`key:: value` lines before the first block)."""
+    body: str
+    """The page without front matter and properties, cleaned (see module doc)."""
+    h1: str | None
+    """The first `# ` heading, if any."""
+    sections: tuple[Section, ...]
+    headings: tuple[str, ...]
+    """Every heading's plain text, in order."""
+    anchors: frozenset[str]
+    plain: str
+    """Body prose as plain text: no markup, code or link targets (for keywords)."""
+    first_paragraph: str
+    """Source of the first top-level paragraph, whitespace collapsed ("" if none)."""
+    first_text: str
+    """Plain text of the first non-heading block (summaries of all-bullet pages)."""
+    links: tuple[Link, ...] = field(default=())
+    block_ids: frozenset[str] = frozenset()
+    """Outliner block ids (`id:: <uuid>`) that `((uuid))` references point at."""
+
+
+class FrontMatterError(ValueError):
+    """Broken YAML front matter; `line` is 1-based in the file."""
+
+    def __init__(self, reason: str, line: int | None) -> None:
+        super().__init__(reason if line is None else f"{reason} (line {line})")
+        self.reason = reason
+        self.line = line
+
+
+# --- public helpers ------------------------------------------------------------
+
+
+def anchor_slug(heading: str) -> str:
+    """GitHub's heading anchor: lower-case, punctuation out, spaces → '-'."""
+    text = _ANCHOR_DROP.sub("", clean_inline(heading).strip().lower())
+    return text.replace(" ", "-")
+
+
+def sentences(text: str) -> list[str]:
+    """A paragraph cut at sentence ends (the chunker's last resort before word cuts)."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def name_slug(name: str) -> str:
+    """Lower-case, every run outside a–z0–9 → one '-', trimmed (slugs, wikilink targets)."""
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")
+
+
+def clean_inline(text: str) -> str:
+    """Tool-specific inline markup → readable text; code spans untouched."""
+    out: list[str] = []
+    last = 0
+    for match in _CODE_SPAN.finditer(text):
+        out.append(_clean_prose_inline(text[last : match.start()]))
+        out.append(match.group(0))
+        last = match.end()
+    out.append(_clean_prose_inline(text[last:]))
+    return "".join(out)
+
+
+def clean_markdown(text: str) -> str:
+    """Clean a Markdown fragment for indexing, snippets and context (module doc)."""
+    lines: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        if prose:
+            lines.extend(_clean_prose_lines("\n".join(prose)))
+            prose.clear()
+
+    for line in text.split("\n"):
+        match = _FENCE.match(line)
+        if fence is None and match is not None:
+            flush()
+            fence = match.group(1)
+            lines.append(line)
+        elif fence is not None:
+            lines.append(line)
+            if match is not None and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+        else:
+            prose.append(line)
+    flush()
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def plain_text(markdown: str) -> str:
+    """A Markdown fragment as the words a reader sees (snippets): markup, link
+    targets and images out, inline code kept, whitespace collapsed."""
+    words: list[str] = []
+    for token in _MD.parse(clean_markdown(markdown)):
+        if token.type == "inline":
+            for child in token.children or ():
+                if child.type in ("text", "code_inline"):
+                    words.append(child.content)
+                elif child.type in ("softbreak", "hardbreak"):
+                    words.append(" ")
+        elif token.type in ("fence", "code_block"):
+            words.append(token.content)
+        words.append(" ")
+    return " ".join("".join(words).split())
+
+
+def wikilink_target(inner: str) -> tuple[str, str]:
+    """`Page#Heading|label` → ("Page", "Heading")."""
+    target = inner.split("|", 1)[0]
+    page, _, heading = target.partition("#")
+    return page.strip(), heading.strip()
+
+
+# --- parsing -----------------------------------------------------------------
+
+
+_BY_BODY: OrderedDict[str, ParsedPage] = OrderedDict()
+_BY_BODY_MAX = 2048
+_BY_BODY_LOCK = threading.Lock()
+
+
+def page_of(body: str) -> ParsedPage:
+    """The parse a page's cleaned body came from (the chunker's view), else a parse of `body`."""
+    with _BY_BODY_LOCK:
+        page = _BY_BODY.get(body)
+    return page if page is not None else parse_page(body)
+
+
+def parse_page(text: str) -> ParsedPage:
+    """Parse one page (LF line ends expected). Raises FrontMatterError on broken YAML."""
+    page = _parse(text)
+    with _BY_BODY_LOCK:  # remember it under its body: the chunker then reuses this parse
+        _BY_BODY[page.body] = page
+        _BY_BODY.move_to_end(page.body)
+        while len(_BY_BODY) > _BY_BODY_MAX:
+            _BY_BODY.popitem(last=False)
+    return page
+
+
+@lru_cache(maxsize=256)
+def _parse(text: str) -> ParsedPage:
+    """Parse one page (LF line ends expected). Raises FrontMatterError on broken YAML."""
+    tokens = _MD.parse(text)
+    lines = text.split("\n")
+    meta: dict[str, Any] = {}
+    start = 0
+    if tokens and tokens[0].type == "front_matter":
+        meta = _front_matter(tokens[0])
+        start = 1
+    elif lines[0].rstrip() == "---" and len(lines) > 1 and lines[1].strip():
+        # An opening '---' with text right under it and no closing line: broken
+        # front matter rather than a page that starts with a rule.
+        raise FrontMatterError("broken front matter: no closing '---' line", 1)
+    properties, skip_until = _page_properties(tokens, start, lines)
+    walker = _Walker(lines)
+    walker.walk(tokens, start, len(tokens), skip_until)
+    walker.close()
+    body_start = skip_until if skip_until else (tokens[0].map[1] if start and tokens[0].map else 0)
+    body = clean_markdown("\n".join(lines[body_start:]).strip("\n"))
+    return ParsedPage(
+        meta=meta,
+        properties=properties,
+        body=body,
+        h1=walker.h1,
+        sections=tuple(walker.sections),
+        headings=tuple(walker.headings),
+        anchors=frozenset(walker.anchors),
+        plain="\n".join(walker.plain),
+        first_paragraph=walker.first_paragraph,
+        first_text=walker.first_text,
+        links=tuple(_links(tokens, lines)),
+        block_ids=frozenset(m.lower() for m in _BLOCK_ID.findall(text)),
+    )
+
+
+def _front_matter(token: Token) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(token.content)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else None  # +1 for the '---', +1 for 1-based
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        raise FrontMatterError(f"broken front matter: {problem}", line) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise FrontMatterError("broken front matter: expected 'key: value' pairs", 2)
+    return {str(k): v for k, v in data.items()}
+
+
+def _page_properties(tokens: Sequence[Token], start: int, lines: list[str]) -> tuple[dict[str, str], int]:
+    """Leading `key:: value` lines of an outliner page → properties, and the line after them."""
+    span = tokens[start].map if start < len(tokens) and tokens[start].type == "paragraph_open" else None
+    if span is None:
+        return {}, 0
+    first, last = span
+    props: dict[str, str] = {}
+    for line in lines[first:last]:
+        match = _PROPERTY.match(line.strip())
+        if match is None:
+            return {}, 0
+        props[match.group(1).lower()] = match.group(2).strip()
+    return props, last
+
+
+def property_values(value: str) -> list[str]:
+    """`[[A]], [[B c]], d` → ["A", "B c", "d"] (Logseq property lists)."""
+    links = [wikilink_target(m)[0] for m in _WIKILINK.findall(value)]
+    rest = _WIKILINK.sub("", value)
+    plain = [v.strip().lstrip("#") for v in rest.split(",") if v.strip().lstrip("#").strip()]
+    return [v for v in [*links, *plain] if v]
+
+
+class _Walker:
+    """Walks block tokens and collects sections, headings and plain text."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.path: list[str | None] = [None]
+        self.anchor = ""
+        self.blocks: list[Block] = []
+        self.sections: list[Section] = []
+        self.headings: list[str] = []
+        self.anchor_counts: dict[str, int] = {}
+        self.anchors: set[str] = set()
+        self.plain: list[str] = []
+        self.h1: str | None = None
+        self.first_paragraph = ""
+        self.first_text = ""
+
+    # sections -----------------------------------------------------------
+    def close(self) -> None:
+        if self.blocks:
+            self.sections.append(Section(tuple(self.path), self.anchor, tuple(self.blocks)))
+        self.blocks = []
+
+    def heading(self, level: int, inline: Token) -> str:
+        text = " ".join(_plain(inline).split())
+        self.headings.append(text)
+        slug = anchor_slug(text)
+        count = self.anchor_counts.get(slug, 0)
+        self.anchor_counts[slug] = count + 1
+        anchor = slug if count == 0 else f"{slug}-{count}"
+        self.anchors.add(anchor)
+        if level == 1 and self.h1 is None:
+            self.h1 = text
+        if level > SECTION_LEVELS:
+            return anchor
+        self.close()
+        # Level 1 is the root (title); level n keeps levels < n and replaces n.
+        del self.path[level - 1 :]
+        while len(self.path) < level - 1:
+            self.path.append("")  # a skipped level leaves no empty crumb
+        self.path.append(text)
+        self.anchor = anchor
+        return anchor
+
+    def add(self, kind: BlockKind, token: Token, plain: str, items: tuple[str, ...] = ()) -> None:
+        source = self.source(token)
+        text = source if kind == "code" else clean_markdown(source)
+        if not text.strip():
+            return
+        self.blocks.append(Block(kind, text, items))
+        if plain.strip():
+            self.plain.append(plain)
+            if not self.first_text:
+                self.first_text = " ".join(plain.split())
+
+    def source(self, token: Token) -> str:
+        assert token.map is not None
+        first, last = token.map
+        return textwrap.dedent("\n".join(self.lines[first:last])).strip("\n")
+
+    # tokens -------------------------------------------------------------
+    def walk(self, tokens: Sequence[Token], i: int, end: int, skip_until: int = 0) -> None:
+        while i < end:
+            token = tokens[i]
+            close = _matching_close(tokens, i)
+            if token.map is not None and token.map[1] <= skip_until:
+                i = close + 1
+                continue
+            kind = token.type
+            if kind == "heading_open":
+                level = int(token.tag[1])
+                if level > SECTION_LEVELS:
+                    self.add("para", token, _plain(tokens[i + 1]))
+                self.heading(level, tokens[i + 1])
+            elif kind in ("bullet_list_open", "ordered_list_open"):
+                self.list(tokens, i, close)
+            elif kind == "paragraph_open":
+                plain = _plain(tokens[i + 1])
+                if not self.first_paragraph and token.level == 0:
+                    source = clean_markdown(self.source(token))
+                    if source.strip():
+                        self.first_paragraph = " ".join(source.split())
+                self.add("para", token, plain)
+            elif kind == "table_open":
+                self.add("table", token, _plain_range(tokens, i, close))
+            elif kind in ("fence", "code_block"):
+                self.add("code", token, "")
+            elif kind in ("blockquote_open", "html_block", "hr"):
+                if token.map is not None:
+                    self.add("para", token, _plain_range(tokens, i, close))
+            elif kind == "footnote_block_open":
+                self.footnotes(tokens, i, close)
+            i = close + 1
+
+    def list(self, tokens: Sequence[Token], i: int, close: int) -> None:
+        if not any(t.type == "heading_open" for t in tokens[i:close]):
+            items: list[str] = []
+            j = i + 1
+            while j < close:
+                item_close = _matching_close(tokens, j)
+                if tokens[j].map is not None:
+                    item = clean_markdown(self.source(tokens[j]))
+                    if item.strip():
+                        items.append(item)
+                j = item_close + 1
+            self.add("list", tokens[i], _plain_range(tokens, i, close), tuple(items))
+            return
+        # An outliner list: open up the items that hold headings.
+        j = i + 1
+        while j < close:
+            item_close = _matching_close(tokens, j)
+            if any(t.type == "heading_open" for t in tokens[j:item_close]):
+                self.walk(tokens, j + 1, item_close)
+            elif tokens[j].map is not None:
+                item = clean_markdown(self.source(tokens[j]))
+                self.add("list", tokens[j], _plain_range(tokens, j, item_close), (item,))
+            j = item_close + 1
+
+    def footnotes(self, tokens: Sequence[Token], i: int, close: int) -> None:
+        for j in range(i, close):
+            if tokens[j].type == "paragraph_open" and tokens[j].map is not None:
+                self.add("para", tokens[j], _plain(tokens[j + 1]))
+
+
+def _matching_close(tokens: Sequence[Token], i: int) -> int:
+    if tokens[i].nesting != 1:
+        return i
+    depth = 0
+    for j in range(i, len(tokens)):
+        depth += tokens[j].nesting
+        if depth == 0:
+            return j
+    return len(tokens) - 1
+
+
+def _plain(inline: Token) -> str:
+    """Inline token → plain text: link text kept, targets, images, code and HTML dropped."""
+    parts: list[str] = []
+    for child in inline.children or ():
+        if child.type == "text":
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+        elif child.type == "code_inline":
+            parts.append(" ")
+    return _clean_prose_inline("".join(parts), plain=True)
+
+
+def _plain_range(tokens: Sequence[Token], i: int, close: int) -> str:
+    return "\n".join(_plain(t) for t in tokens[i:close] if t.type == "inline")
+
+
+def _links(tokens: Sequence[Token], lines: list[str]) -> Iterator[Link]:
+    """Internal links: Markdown links without a scheme, and wikilinks outside code."""
+    for token in tokens:
+        if token.type != "inline" or token.map is None:
+            continue
+        line = token.map[0] + 1
+        for child in token.children or ():
+            if child.type == "link_open":
+                href = str(child.attrs.get("href", ""))
+                ref = _BLOCK_REF.fullmatch(href)
+                if ref is not None:
+                    yield Link(ref.group(1).lower(), "block", line)
+                elif href and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//", href):
+                    yield Link(href, "markdown", line)
+            elif child.type == "text":
+                for inner in _WIKILINK.findall(_EMBED.sub("", child.content)):
+                    yield Link(inner, "wikilink", line)
+                for block in _BLOCK_REF.findall(child.content):
+                    yield Link(block.lower(), "block", line)
+
+
+# --- cleaning internals --------------------------------------------------------
+
+
+def _clean_prose_inline(text: str, plain: bool = False) -> str:
+    text = _FOOTNOTE_REF.sub("", text)
+    text = _EMBED.sub("", text)
+    text = _MACRO_EMBED.sub(r"\1", text)
+    text = _MACRO_CLOZE.sub(r"\1", text)
+    text = _MACRO.sub("", text)
+    text = _IMAGE.sub("", text)
+    text = _TAG_WIKILINK.sub(lambda m: wikilink_label(m.group(1)), text)
+    text = _WIKILINK.sub(lambda m: wikilink_label(m.group(1)), text)
+    text = _BLOCK_REF.sub("", text)
+    text = _HTML_TAG.sub("", text)
+    return text
+
+
+def wikilink_label(inner: str) -> str:
+    """What a reader sees of `[[Page#Heading|label]]`: the label, else the page (and heading)."""
+    if "|" in inner:
+        return inner.split("|", 1)[1].strip()
+    page, heading = wikilink_target(inner)
+    return f"{page} > {heading}" if page and heading else page or heading
+
+
+def _clean_prose_lines(text: str) -> list[str]:
+    text = _HTML_COMMENT.sub("", text)
+    out: list[str] = []
+    for line in text.split("\n"):
+        if _PROPERTY_LINE.match(line) or _ORG_MARKER.match(line):
+            continue
+        callout = _CALLOUT.match(line)
+        if callout is not None:
+            prefix, kind, title = callout.groups()
+            label = kind.capitalize()
+            line = f"{prefix}{label}: {title}" if title else f"{prefix}{label}:"
+        line = _FOOTNOTE_DEF.sub(r"\1", line)
+        cleaned = clean_inline(line)
+        if cleaned != line and (not cleaned.strip() or _EMPTY_BULLET.match(cleaned)):
+            continue  # the line held only markup (an image, an embed, a block ref)
+        out.append(cleaned.rstrip() if cleaned != line else line)
+    return out

@@ -1,0 +1,170 @@
+"""The unit model: a document or a chunk prepared for keyword scoring.
+
+Both phases score "units": a whole document, or a chunk that inherits its
+document's title and keywords and whose own headings count as title words.
+A unit keeps what every search reads: match keys per field (the seed
+formula's guards) and its plain text (snippets).  BM25F's term frequencies
+travel beside it in `FieldTerms` only until the posting arrays have recorded
+them, so the index never holds a dictionary of counts per unit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from service.domain.types import Chunk, Document
+from service.normalize.lexicon import Lexicon
+from service.scoring.snippets import plain_text
+from service.scoring.stemming import lexical_key, match_keys
+
+
+@dataclass(frozen=True)
+class ScoringUnit:
+    """A document or chunk prepared for scoring: match keys per field."""
+
+    doc_slug: str
+    title: str
+    category: str
+    content: str
+    content_hash: str
+    summary: str
+    header_path: str | None
+    chunk_index: int | None
+    chunk_hash: str | None
+    title_phrases: tuple[str, ...]
+    """Key sequences (space-joined) of the title and of each heading."""
+    title_keys: frozenset[str]
+    keyword_keys: frozenset[str]
+    content_keys: tuple[str, ...]
+    """Sorted, distinct; a tuple is a third of a frozenset's size (seed.py searches it by bisection)."""
+    content_token_count: int
+    plain: str
+    """The content without Markdown marks, whitespace collapsed: what snippets cut."""
+    plain_lower: str
+
+
+@dataclass(frozen=True)
+class FieldTerms:
+    """BM25F's inputs of one unit: lexical-key term frequencies and token counts per field."""
+
+    title_tf: Mapping[str, int]
+    keyword_tf: Mapping[str, int]
+    content_tf: Mapping[str, int]
+    title_length: int
+    keyword_length: int
+    content_length: int
+
+
+class PreparedUnit(NamedTuple):
+    unit: ScoringUnit
+    terms: FieldTerms
+
+
+def prepare_document(doc: Document, lexicon: Lexicon) -> PreparedUnit:
+    return _prepare(
+        lexicon,
+        doc_slug=doc.slug,
+        title=doc.title,
+        headings=(),
+        category=doc.category,
+        keywords=doc.keywords,
+        content=doc.content,
+        content_hash=doc.content_hash,
+        summary=doc.summary,
+        header_path=None,
+        chunk_index=None,
+        chunk_hash=None,
+    )
+
+
+def prepare_chunk(chunk: Chunk, lexicon: Lexicon, content_hash: str, summary: str = "") -> PreparedUnit:
+    """A chunk inherits its document's title and keywords; `content_hash` and
+    `summary` are its document's."""
+    headings = tuple(h for h in chunk.header_path.split(" > ") if h) if chunk.header_path else ()
+    return _prepare(
+        lexicon,
+        doc_slug=chunk.doc_slug,
+        title=chunk.title,
+        headings=headings,
+        category=chunk.category,
+        keywords=chunk.keywords,
+        content=chunk.content,
+        content_hash=content_hash,
+        summary=summary,
+        header_path=chunk.header_path or None,
+        chunk_index=chunk.chunk_index,
+        chunk_hash=chunk.chunk_hash,
+    )
+
+
+def _prepare(
+    lexicon: Lexicon,
+    *,
+    doc_slug: str,
+    title: str,
+    headings: tuple[str, ...],
+    category: str,
+    keywords: Sequence[str],
+    content: str,
+    content_hash: str,
+    summary: str,
+    header_path: str | None,
+    chunk_index: int | None,
+    chunk_hash: str | None,
+) -> PreparedUnit:
+    title_sequences = [match_keys(lexicon.normalise(t)) for t in (title, *headings)]
+    content_tokens = lexicon.normalise(content)
+    keyword_tokens = [t for phrase in keywords for t in lexicon.normalise(phrase)]
+    title_tokens = [t for seq in title_sequences for t in seq]
+    plain = plain_text(content)
+    unit = ScoringUnit(
+        doc_slug=doc_slug,
+        title=title,
+        category=category,
+        content=content,
+        content_hash=content_hash,
+        summary=summary,
+        header_path=header_path,
+        chunk_index=chunk_index,
+        chunk_hash=chunk_hash,
+        title_phrases=tuple(" ".join(seq) for seq in title_sequences if seq),
+        title_keys=frozenset(title_tokens),
+        keyword_keys=frozenset(match_keys(keyword_tokens)),
+        content_keys=tuple(sorted(set(match_keys(content_tokens)))),
+        content_token_count=len(content_tokens),
+        plain=plain,
+        plain_lower=plain.lower(),
+    )
+    terms = FieldTerms(
+        title_tf=_term_counts(title_tokens),
+        keyword_tf=_term_counts(keyword_tokens),
+        content_tf=_term_counts(content_tokens),
+        title_length=len(title_tokens),
+        keyword_length=len(keyword_tokens),
+        content_length=len(content_tokens),
+    )
+    return PreparedUnit(unit, terms)
+
+
+def _term_counts(tokens: Iterable[str]) -> dict[str, int]:
+    return dict(Counter(lexical_key(t) for t in tokens))
+
+
+def is_exact_title_phrase(phrase_keys: Sequence[str], title_phrases: Sequence[str]) -> bool:
+    """The query phrase is a whole title (or heading), or a 2+-word run inside one.
+
+    A single word inside a longer title ("workspace" in "Workspace Actions") is
+    a title token, not the exact phrase.
+    """
+    if not phrase_keys:
+        return False
+    phrase = " ".join(phrase_keys)
+    for title in title_phrases:
+        if title == phrase:
+            return True
+        if len(phrase_keys) >= 2 and f" {phrase} " in f" {title} ":
+            return True
+    return False

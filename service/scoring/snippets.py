@@ -1,0 +1,43 @@
+"""Snippets: a window of a unit's plain text around the first matched term."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+SNIPPET_CHARS = 240
+
+_MARKDOWN_NOISE = re.compile(r"(^|\n)#+\s*|[*_`>|]+")
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown marks out, whitespace collapsed (done once per unit at index time)."""
+    return " ".join(_MARKDOWN_NOISE.sub(" ", markdown).split())
+
+
+def _first_word_start(lowered: str, term: str) -> int | None:
+    """Index of the first occurrence of `term` that starts a word (plain `find`, no regex)."""
+    at = lowered.find(term)
+    while at != -1:
+        if at == 0 or not lowered[at - 1].isalnum():
+            return at
+        at = lowered.find(term, at + 1)
+    return None
+
+
+def make_snippet(text: str, terms: Sequence[str], fallback: str = "", lowered: str | None = None) -> str:
+    """A window of plain text around the first matched term, cut at word boundaries.
+
+    `lowered` is `text.lower()` when the caller has it already (units keep it).
+    """
+    lowered = text.lower() if lowered is None else lowered
+    positions = [p for t in terms if (p := _first_word_start(lowered, t)) is not None]
+    if not positions:
+        return fallback or text[:SNIPPET_CHARS].rsplit(" ", 1)[0]
+    start = max(0, min(positions) - SNIPPET_CHARS // 3)
+    if start:
+        start = text.find(" ", start) + 1
+    window = text[start : start + SNIPPET_CHARS]
+    if start + SNIPPET_CHARS < len(text):
+        window = window.rsplit(" ", 1)[0] + " …"
+    return ("… " if start else "") + window

@@ -1,0 +1,181 @@
+"""Pages on demand, the corpus's own categories, anchors in evidence, link check
+at seed, and Logseq's documentation served as `SEEDS_DIR` (issue 17)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from conftest import LOGSEQ_DOCS
+
+from service.db.embedded import free_port
+from service.ingest.chunker import chunk_document
+from service.ingest.markdown import SeedError
+from service.ingest.seeder import SeedOptions, seed
+from service.settings import PROJECT_ROOT
+
+SEED_CATEGORIES = ["actions", "concepts", "widgets"]
+
+
+# --- GET /documents, /documents/{slug} -------------------------------------------
+
+
+async def test_documents_lists_every_page_with_its_section_tree(service_client: Any) -> None:
+    response = await service_client.get("/documents")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["categories"] == SEED_CATEGORIES
+    by_slug = {d["slug"]: d for d in body["documents"]}
+    assert len(by_slug) == 19
+    quick_links = by_slug["widgets/quick-links"]
+    assert quick_links["title"] == "Quick Links" and quick_links["category"] == "widgets"
+    assert quick_links["summary"].startswith("The Quick Links widget")
+    adding = next(s for s in quick_links["sections"] if s["title"] == "Adding a link")
+    assert adding["anchor"] == "adding-a-link"
+    assert {"title": "From the widget", "anchor": "from-the-widget", "sections": []} in adding["sections"]
+
+
+async def test_documents_filter_by_category(service_client: Any) -> None:
+    response = await service_client.get("/documents", params={"category": "widgets"})
+    assert response.status_code == 200
+    assert {d["category"] for d in response.json()["documents"]} == {"widgets"}
+    assert len(response.json()["documents"]) == 8
+
+
+async def test_documents_unknown_category_is_400_listing_the_valid_ones(service_client: Any) -> None:
+    response = await service_client.get("/documents", params={"category": "calendars"})
+    assert response.status_code == 400
+    assert response.json()["error"] == (
+        "unknown category 'calendars'; valid categories: actions, concepts, widgets"
+    )
+
+
+async def test_one_document_by_slug(service_client: Any) -> None:
+    response = await service_client.get("/documents/concepts/workspace")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["slug"] == "concepts/workspace" and body["title"] == "Workspace"
+    assert body["content"].startswith("# Workspace") and body["keywords"]
+
+
+async def test_unknown_slug_is_404_naming_it(service_client: Any) -> None:
+    response = await service_client.get("/documents/concepts/nothing-here")
+    assert response.status_code == 404
+    assert "'concepts/nothing-here'" in response.json()["error"]
+
+
+# --- categories and anchors in /retrieve ----------------------------------------
+
+
+async def test_retrieve_category_is_checked_against_the_corpus(service_client: Any) -> None:
+    response = await service_client.post("/retrieve", json={"query": "quick links", "category": "plugins"})
+    assert response.status_code == 400
+    assert "valid categories: actions, concepts, widgets" in response.json()["error"]
+    ok = await service_client.post("/retrieve", json={"query": "quick links", "category": "widgets"})
+    assert ok.status_code == 200 and ok.json()["results"]
+
+
+async def test_openapi_describes_category_from_the_corpus_not_a_fixed_list(service_client: Any) -> None:
+    spec = (await service_client.get("/schema/openapi.json")).json()
+    text = str(spec["components"]["schemas"]["RetrieveRequest"]["properties"]["category"])
+    assert "GET /documents" in text and "widgets" not in text
+
+
+async def test_chunk_evidence_carries_its_heading_anchor(service_client: Any) -> None:
+    response = await service_client.post(
+        "/retrieve", json={"query": "how do I reorder quick links", "phase": 2, "top_k": 5})
+    results = response.json()["results"]
+    assert results and all("anchor" in r for r in results)
+    top = results[0]
+    expected = top["header_path"].split(" > ")[-1].lower().replace(" ", "-")
+    assert top["anchor"] in (expected, "")  # "" only for text before the first heading
+    assert any(r["anchor"] for r in results)
+
+
+# --- link check at seed, against the database -------------------------------------
+
+
+async def test_failing_link_check_leaves_the_stored_corpus_untouched(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path,
+) -> None:
+    await seed(migrated_pool, fixture_seeds, chunk_document)
+    before = await migrated_pool.fetch("select slug, content_hash from docs_knowledge order by slug")
+    page = fixture_seeds / "concepts" / "workspace.md"
+    page.write_text(page.read_text() + "\nSee [[Nowhere at all]].\n")
+    with pytest.raises(SeedError) as info:
+        await seed(migrated_pool, fixture_seeds, chunk_document, SeedOptions(broken_links="fail"))
+    assert "workspace.md" in str(info.value) and "[[Nowhere at all]]" in str(info.value)
+    assert await migrated_pool.fetch("select slug, content_hash from docs_knowledge order by slug") == before
+    # The default (warn) seeds and reports the link.
+    report = await seed(migrated_pool, fixture_seeds, chunk_document)
+    assert report.documents.updated == 1
+    assert any("[[Nowhere at all]]" in b for b in report.broken_links)
+
+
+# --- Logseq's documentation -----------------------------------------------------------
+
+
+async def test_logseq_corpus_is_served_with_its_categories_and_pages(logseq_client: Any) -> None:
+    ready = (await logseq_client.get("/ready")).json()
+    assert ready["documents"] == 238 and ready["last_seed_error"] is None
+    listing = (await logseq_client.get("/documents")).json()
+    assert listing["categories"] == ["general"]
+    page = (await logseq_client.get("/documents/undo-and-redo")).json()
+    assert [s["anchor"] for s in page["sections"]] == ["usage", "functionality"]
+    assert "type::" not in page["content"]
+    answer = (await logseq_client.post("/retrieve", json={"query": "flashcards", "category": "general"})).json()
+    assert answer["results"][0]["doc_slug"] == "flashcards"
+    wrong = await logseq_client.post("/retrieve", json={"query": "flashcards", "category": "widgets"})
+    assert wrong.status_code == 400 and "valid categories: general" in wrong.json()["error"]
+
+
+READY_TIMEOUT_S = 900
+
+
+@pytest.mark.slow
+def test_serve_with_seeds_dir_pointing_at_logseq_docs(tmp_path: Path) -> None:
+    """`SEEDS_DIR=tests/corpora/logseq-docs python -m service serve` becomes ready with every page."""
+    port, log = free_port(), tmp_path / "serve.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
+    env.update(SEEDS_DIR=str(LOGSEQ_DOCS), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "service", "serve", "--port", str(port), "--data-dir", str(tmp_path / "pg")],
+            cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    try:
+        ready = _wait_ready(proc, port, log)
+        assert ready["documents"] == 238 and ready["semantic_ready"] is True
+        response = httpx.post(f"http://127.0.0.1:{port}/retrieve", json={"query": "how do I undo a change?"})
+        assert response.json()["results"][0]["doc_slug"] == "undo-and-redo"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert proc.returncode == 0, log.read_text()[-3000:]
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], port: int, log: Path) -> dict[str, Any]:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"server exited early:\n{log.read_text()[-3000:]}"
+        try:
+            response = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2)
+            if response.status_code == 200:
+                body: dict[str, Any] = response.json()
+                return body
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"not ready in {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")
