@@ -1,7 +1,7 @@
 """The operator's side of one replica: runtime flags, kill switch, telemetry.
 
     FlagStore.flags() ──► Pipeline.flags            (file < env < overrides)
-    KillSwitch.effective_phase(flags) ──► Pipeline  (< kill switch: ceiling / disabled)
+    KillSwitch.route(flags) ──► Pipeline         (Route: ceiling / disabled, and why)
     Pipeline tier attempts ──► KillSwitch.record()  (rolling windows per phase)
     KillSwitch events ──► log + Telemetry counter + GET /admin/flags
     Pipeline requests ──► Telemetry (histogram, counters, spans) ──► GET /metrics, OTLP

@@ -318,7 +318,7 @@ async def test_slow_database_drops_a_phase_then_disables_then_recovers(
         assert dropped.phase == 2
         assert [s.tier for s in dropped.fallback_path] == ["phase3"]  # taken out, and says so
         reason = dropped.fallback_path[0].reason
-        assert reason.startswith("kill switch: p95 ") and "> 1500 ms over 300 s (phase 3" in reason, reason
+        assert reason.startswith("kill switch: p95 ") and "> 1500 ms over " in reason and "(phase 3, " in reason, reason
         for _ in range(5):
             assert (await retrieve(client)).phase == 2  # the 6th slow phase-2 sample trips again
         assert await state() == ("tripped", 0)
