@@ -19,4 +19,5 @@ fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff check service tests
 .venv/bin/mypy service
+.venv/bin/lint-imports  # imports point one way (pyproject.toml [tool.importlinter])
 .venv/bin/python -m pytest "$@"

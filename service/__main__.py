@@ -175,9 +175,9 @@ def _seed(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _add_replay(sub: SubParsers) -> None:
-    from service import replay
+    from service import replay_command
 
-    replay.add_parser(sub)
+    replay_command.add_parser(sub)
 
 
 def _add_load(sub: SubParsers) -> None:

@@ -27,7 +27,7 @@ from service.lifespan import lifespan
 from service.operations import OPS_KEY, Operations, build_operations
 from service.settings import Settings
 from service.state import STATE_KEY, AppState
-from service.wiring import SEMANTIC_KEY, build_pipeline
+from service.wiring import build_pipeline
 
 MAX_BODY_BYTES = 16 * 1024  # a query is at most a few hundred characters
 
@@ -42,7 +42,7 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
         chunker=chunker or default_chunker(flags.chunking.max_tokens),
         expected_migration=latest_version(settings.migrations_dir),
     )
-    pipeline, semantic = build_pipeline(st, operations)
+    pipeline, _semantic = build_pipeline(st, operations)
     cors = (
         CORSConfig(allow_origins=list(settings.cors_allow_origins))
         if settings.cors_allow_origins
@@ -56,8 +56,7 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
                         *cast("list[ControllerRouterHandler]", documents.ROUTES),
                         *cast("list[ControllerRouterHandler]", console.ROUTES)],
         lifespan=[lifespan],
-        state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, SEMANTIC_KEY: semantic,
-                     OPS_KEY: operations}),
+        state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, OPS_KEY: operations}),
         openapi_config=OpenAPIConfig(
             title="Documentation retrieval service", version="0.1.0", path="/schema",
             render_plugins=render_plugins(),

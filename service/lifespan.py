@@ -32,7 +32,6 @@ from service.db.pool import (
 )
 from service.db.supervisor import DatabaseSupervisor
 from service.ingest.markdown import SeedError
-from service.ingest.seeder import SeedOptions, SeedReport, seed
 from service.operations import OPS_KEY, Operations
 from service.state import AppState, get_state
 
@@ -42,25 +41,6 @@ POOL_CLOSE_TIMEOUT_S = 10.0
 # The supervisor's probe reads the table phase 3 needs, so a lock on it or a
 # server too slow to answer within timeouts.db_ms counts as "not answering".
 PROBE_SQL = "select 1 from chunk_embeddings limit 1"
-
-
-async def seed_and_reload(st: AppState) -> SeedReport:
-    """Seed from `settings.seeds_dir`, then reload the in-memory corpus.
-
-    On a SeedError the database and the served corpus stay as they were.
-    """
-    if st.pool is None or st.chunker is None:
-        raise RuntimeError("database pool is not ready")
-    async with st.seed_lock:
-        try:
-            report = await seed(st.pool, st.settings.seeds_dir, st.chunker, SeedOptions.from_flags(st.flags))
-        except (SeedError, FileNotFoundError) as err:
-            st.last_seed_error = str(err)
-            raise
-        st.last_seed_report = report
-        st.last_seed_error = None
-        await st.reload_corpus()
-        return report
 
 
 async def bootstrap(st: AppState, dsn: str) -> None:
@@ -89,7 +69,7 @@ async def bootstrap(st: AppState, dsn: str) -> None:
         if settings.seed_on_start:
             st.not_ready_reason = "seeding"
             try:
-                await seed_and_reload(st)
+                await st.reseed()
             except (SeedError, FileNotFoundError) as err:
                 # Keep serving what the database already holds (previous corpus).
                 log.error("start-up seed failed; serving the stored corpus: %s", err)

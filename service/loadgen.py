@@ -15,7 +15,7 @@ measured before and after.
 Every `/retrieve` row says which phase actually answered (from each
 response's `phase` and `fallback_path`) and warns when the flags or the kill
 switch capped it below the phase asked for. Percentiles are nearest-rank over
-the raw latencies of the whole run (service/bench/stats.py, shared with
+the raw latencies of the whole run (service/stats.py, shared with
 `bench`); the soak merges raw latencies too, never averages percentiles.
 """
 
@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from service.bench.stats import percentile
+from service.stats import percentile
 
 MAX_CONCURRENCY = 512
 MAX_DURATION_S = 3600.0

@@ -1,7 +1,7 @@
 """The operator's side of one replica: runtime flags, kill switch, telemetry.
 
     FlagStore.flags() ──► Pipeline.flags            (file < env < overrides)
-    KillSwitch.effective_phase(flags) ──► Pipeline  (< kill switch: ceiling / disabled)
+    KillSwitch.route(flags) ──► Pipeline         (Route: ceiling / disabled, and why)
     Pipeline tier attempts ──► KillSwitch.record()  (rolling windows per phase)
     KillSwitch events ──► log + Telemetry counter + GET /admin/flags
     Pipeline requests ──► Telemetry (histogram, counters, spans) ──► GET /metrics, OTLP
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from service.domain.outcome import Tier
 from service.flag_store import FlagStore
 from service.flags import Flags, env_overrides, load_flags_file
 from service.routing.monitor import Clock, KillSwitch, KillSwitchEvent, monotonic_ms
@@ -55,7 +56,7 @@ class Operations:
                 "cooldown_remaining_s": ks.cooldown_remaining_s(),
                 "limits": _builtins(self.flags().kill_switch),
                 "windows": {
-                    f"phase{phase}": {
+                    Tier.of_phase(phase).value: {
                         "samples": w.samples, "errors": w.errors, "error_rate": round(w.error_rate, 4),
                         "p50_ms": w.p50_ms, "p95_ms": w.p95_ms,
                     }

@@ -10,15 +10,15 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
-from service.api.schemas import FallbackStep, OptionOut, RetrievalResult, RetrieveResponse, Status
-from service.db.errors import DatabaseTimeout, DatabaseUnreachable, database_cause
+from service.db.errors import database_cause
 from service.decide import clarify
-from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
+from service.decide.hybrid_policy import decide_hybrid
 from service.decide.policy import MULTI_INTENT_DEPTH, decide, decide_multi_intent
+from service.domain.outcome import MAX_PHASE, FallbackStep, Outcome, Route, Status, Tier
 from service.domain.types import (
     Answer,
     Chunk,
@@ -34,20 +34,15 @@ from service.embedding.batcher import EmbeddingQueueFull
 from service.flags import Flags
 from service.memory import release_free_memory
 from service.normalize.lexicon import Synonyms, build_lexicon
-from service.normalize.query import TypoSettings, normalize_query
-from service.normalize.text import rewrite_for_embedding
+from service.normalize.query import normalize_query
 from service.scoring.chunks import dedupe_per_document
-from service.scoring.fusion import detect_query_type, fusion_method
 from service.scoring.glossary import Glossary
-from service.scoring.hybrid import SemanticSignal, fuse_evidence
+from service.scoring.hybrid import HybridCandidates, HybridRetriever
 from service.scoring.indexes import CorpusIndexes, build_indexes
 from service.scoring.keyword import KeywordIndex
-from service.scoring.semantic import (
-    QueryEmbeddingCache,
-    SemanticHit,
-    embed_query_async,
-    semantic_search,
-)
+from service.scoring.semantic import SemanticLeg, SemanticSearch
+
+__all__ = ["Pipeline", "RetrieveParams", "SemanticLeg", "TierContext", "TierOutcome"]
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -69,10 +64,12 @@ class RetrieveParams:
 
 @dataclass(frozen=True)
 class TierOutcome:
-    tier: str
+    tier: Tier
     phase: int
     decision: Decision
     stats: dict[str, float | int] = field(default_factory=dict)
+    candidates: HybridCandidates | None = None
+    """Phase 3's fused ranking and signals (None for the other tiers)."""
 
 
 class CorpusNotLoaded(RuntimeError):
@@ -94,14 +91,15 @@ class TierContext:
     top_k: int
 
 
-Tier = Callable[[TierContext], Awaitable[TierOutcome]]
-TierHook = Callable[[str, TierContext], Awaitable[None]]
+TierFn = Callable[[TierContext], Awaitable[TierOutcome]]
+TierHook = Callable[[Tier, TierContext], Awaitable[None]]
+Router = Callable[[Flags], Route]
 
 
 class PhaseRecorder(Protocol):
     """Receives one (phase, latency, error) sample per tier attempt (the kill-switch monitor)."""
 
-    def record(self, tier: str, latency_ms: float, error: bool, database: bool = False) -> None: ...
+    def record(self, tier: Tier, latency_ms: float, error: bool, database: bool = False) -> None: ...
 
 
 def keyword_decision_for(
@@ -137,51 +135,6 @@ def keyword_decision_for(
     return decide(results, ctx.query, thresholds), stats
 
 
-@dataclass
-class SemanticLeg:
-    """What phase 3 needs beyond memory: the model, its query cache, the pool."""
-
-    embedder: Any
-    """`service.embedding.batcher.QueryBatcher` over the loaded backend (or a bare embedder)."""
-    cache: QueryEmbeddingCache
-    pool: Callable[[], Any]
-    """The current asyncpg pool, or None while the database is down."""
-    model: Callable[[], Awaitable[str | None]]
-    """The model whose vectors are complete (the old one during a model change)."""
-    timings: dict[str, float] = field(default_factory=dict)
-
-    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> tuple[list[SemanticHit], dict[str, float]]:
-        pool = self.pool()
-        if pool is None:
-            raise DatabaseUnreachable("no connection pool (the database is starting or restarting)")
-        model = await asyncio.wait_for(self.model(), timeout=flags.timeouts.db_ms / 1000)
-        if model is None:
-            raise LookupError("no embeddings indexed yet")
-        if model != self.embedder.model_name:
-            # Query and passage vectors must come from the same model: while this
-            # replica's model is still being indexed, phase 2 answers instead
-            # (replicas still running the old model keep serving its vectors).
-            raise LookupError(f"embeddings for {self.embedder.model_name} incomplete (complete: {model})")
-        started = time.perf_counter()
-        vector = await embed_query_async(self.embedder, text, self.cache)
-        embedded = time.perf_counter()
-        try:
-            hits = await asyncio.wait_for(
-                semantic_search(
-                    pool, vector, model, self.embedder.dim, top_k, category,
-                    ef_search=flags.semantic.ef_search,
-                ),
-                timeout=flags.timeouts.db_ms / 1000,
-            )
-        except TimeoutError as err:
-            raise DatabaseTimeout(flags.timeouts.db_ms) from err
-        done = time.perf_counter()
-        return hits, {
-            "embed_ms": round((embedded - started) * 1000, 3),
-            "vector_search_ms": round((done - embedded) * 1000, 3),
-        }
-
-
 class Pipeline:
     """Holds the in-memory indexes and runs one request through the tiers."""
 
@@ -192,14 +145,12 @@ class Pipeline:
         synonyms: Synonyms,
         flags: Callable[[], Flags],
         recorder: PhaseRecorder | None = None,
-        effective_phase: Callable[[Flags], int] | None = None,
-        skip_reason: Callable[[], str] | None = None,
+        router: Router | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
         self.flags = flags
-        self.effective_phase = effective_phase
-        self.skip_reason = skip_reason
-        """Why the kill switch holds the phase below the configured one (fallback_path)."""
+        self.router = router
+        """The kill switch's `route` (None: the flags alone decide the phase)."""
         self.glossary = glossary
         self.synonyms = synonyms
         self.recorder = recorder
@@ -210,7 +161,7 @@ class Pipeline:
         self.indexes: CorpusIndexes | None = None
         self.anchors: Mapping[tuple[str, int], str] = {}
         """(doc_slug, chunk_index) → the chunk's heading anchor, for evidence."""
-        self.semantic: SemanticLeg | None = None
+        self.semantic: SemanticSearch | None = None
         # Normalises queries while no corpus is loaded (stopwords and synonyms only).
         self.empty_lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=synonyms)
 
@@ -224,20 +175,15 @@ class Pipeline:
         self.anchors = {(c.doc_slug, c.chunk_index): c.anchor for c in chunks if c.anchor}
         release_free_memory()
 
-    def _require_indexes(self) -> CorpusIndexes:
+    def require_indexes(self) -> CorpusIndexes:
         if self.indexes is None or self.indexes.empty:
             raise CorpusNotLoaded("no corpus loaded: the database has not been reachable yet")
         return self.indexes
 
     def normalise(self, text: str, flags: Flags) -> tuple[NormalizedQuery, list[str]]:
         indexes = self.indexes
-        typo = TypoSettings(
-            min_token_length=flags.typo.min_token_length,
-            max_token_length=flags.typo.max_token_length,
-            similarity_cutoff=flags.typo.similarity_cutoff,
-        )
         lexicon = self.empty_lexicon if indexes is None else indexes.lexicon
-        query, notes = normalize_query(text, lexicon, typo)
+        query, notes = normalize_query(text, lexicon, flags.typo)
         notes.extend(
             f"typo: '{c.original}' → '{c.corrected}' (similarity {c.similarity:g})" for c in query.corrections
         )
@@ -245,146 +191,125 @@ class Pipeline:
 
     # -- tiers ------------------------------------------------------------
     async def phase1(self, ctx: TierContext) -> TierOutcome:
-        indexes = self._require_indexes()
+        indexes = self.require_indexes()
         decision, stats = keyword_decision_for(
             indexes.documents, ctx, ctx.flags.phases.for_phase(1), max_per_doc=None
         )
-        return TierOutcome("phase1", 1, decision, stats)
+        return TierOutcome(Tier.phase1, 1, decision, stats)
 
     async def phase2(self, ctx: TierContext) -> TierOutcome:
-        indexes = self._require_indexes()
+        indexes = self.require_indexes()
         if not indexes.chunks.units:
             raise CorpusNotLoaded("no chunks in memory")
         decision, stats = keyword_decision_for(
             indexes.chunks, ctx, ctx.flags.phases.for_phase(2),
             max_per_doc=ctx.flags.retrieval.max_chunks_per_doc,
         )
-        return TierOutcome("phase2", 2, decision, stats)
+        return TierOutcome(Tier.phase2, 2, decision, stats)
 
-    async def phase3(self, ctx: TierContext) -> TierOutcome:
-        """Hybrid: the phase 2 keyword leg fused with pgvector neighbours."""
-        indexes = self._require_indexes()
+    def hybrid(self) -> HybridRetriever:
+        """Phase 3's retrieval over the current corpus (`eval` uses this too)."""
+        indexes = self.require_indexes()
         if self.semantic is None:
             raise LookupError("no embedding model loaded")
+        return HybridRetriever(indexes, self.semantic, self.synonyms)
+
+    async def phase3(self, ctx: TierContext) -> TierOutcome:
+        """Hybrid retrieval (scoring/hybrid.py), then the hybrid decision."""
+        retriever = self.hybrid()
         flags = ctx.flags
-        pool_size = flags.retrieval.candidate_pool
-        text = rewrite_for_embedding(ctx.query.raw, self.synonyms.phrases, self.synonyms.words)
-        # The query embedding runs in its own thread: score the keyword leg and
-        # its decision meanwhile instead of after it.
-        semantic = asyncio.ensure_future(self.semantic.search(text, pool_size, ctx.params.category, flags))
-        try:
-            keyword = indexes.chunks.search(
-                ctx.query.tokens, category=ctx.params.category, limit=pool_size, notes=ctx.notes,
-                lexical=flags.lexical,
+        keyword_decision: list[Decision] = []
+
+        def decide_keyword(keyword: list[Evidence]) -> None:
+            # Runs while the query is being embedded.
+            decision, _ = keyword_decision_for(
+                retriever.indexes.chunks, ctx, flags.phases.for_phase(3),
+                flags.retrieval.max_chunks_per_doc, keyword,
             )
-            thresholds = flags.phases.for_phase(3)
-            keyword_decision, _ = keyword_decision_for(
-                indexes.chunks, ctx, thresholds, flags.retrieval.max_chunks_per_doc, keyword
-            )
-        except BaseException:
-            semantic.cancel()
-            raise
-        hits, timings = await semantic
-        fuse_started = time.perf_counter()
-        query_type = detect_query_type(ctx.query.raw)
-        weights = (
-            getattr(flags.fusion.weights, query_type)
-            if flags.fusion.query_type_weights
-            else flags.fusion.weights.default
+            keyword_decision.append(decision)
+
+        candidates = await retriever.retrieve(
+            ctx.query, flags, category=ctx.params.category, notes=ctx.notes, while_embedding=decide_keyword,
         )
-        fused = fuse_evidence(
-            keyword, hits, method=fusion_method(flags.fusion.method), weights=weights,
-            query_type=query_type, rrf_k=flags.fusion.rrf_k, doc_info=indexes.doc_info,
+        decision = decide_hybrid(
+            candidates.fused, keyword_decision[0], candidates.signal, ctx.query, flags.semantic
         )
-        trimmed = 0
-        if not ctx.query.is_multi_intent:
-            fused, trimmed = dedupe_per_document(fused, flags.retrieval.max_chunks_per_doc)
-        semantic_flags = SemanticThresholds(
-            similarity_floor=flags.semantic.similarity_floor,
-            answer_similarity=flags.semantic.answer_similarity,
-            margin=flags.semantic.margin,
-        )
-        signal = SemanticSignal.of(hits)
-        decision = decide_hybrid(fused, keyword_decision, signal, ctx.query, semantic_flags)
-        timings["fusion_ms"] = round((time.perf_counter() - fuse_started) * 1000, 3)
-        stats: dict[str, float | int] = {
-            **timings, "keyword_candidates": len(keyword), "semantic_candidates": len(hits),
-            "deduplicated": trimmed, "top_similarity": round(signal.top_similarity, 4),
-        }
-        return TierOutcome("phase3", 3, decision, stats)
+        return TierOutcome(Tier.phase3, 3, decision, candidates.stats(), candidates)
 
     async def cache(self, ctx: TierContext) -> TierOutcome:
         evidence = self.glossary.answer(ctx.query)
         if evidence is None:
             raise NoCacheEntry("not an explain-type question about a core concept")
-        return TierOutcome("cache", 0, Answer(results=(evidence,), confidence=1.0, reason="tier1_cache"))
+        return TierOutcome(Tier.cache, 0, Answer(results=(evidence,), confidence=1.0, reason="tier1_cache"))
 
-    def tiers(self, phase: int) -> list[tuple[str, Tier]]:
+    def tiers(self, phase: int) -> list[tuple[Tier, TierFn]]:
         """The fallback chain from `phase` down: 3 → 2 → 1 → Tier-1 cache."""
-        chain: list[tuple[str, Tier]] = []
+        chain: list[tuple[Tier, TierFn]] = []
         if phase >= 3:
-            chain.append(("phase3", self.phase3))
+            chain.append((Tier.phase3, self.phase3))
         if phase >= 2:
-            chain.append(("phase2", self.phase2))
-        chain.append(("phase1", self.phase1))
-        chain.append(("cache", self.cache))
+            chain.append((Tier.phase2, self.phase2))
+        chain.append((Tier.phase1, self.phase1))
+        chain.append((Tier.cache, self.cache))
         return chain
 
     # -- request ----------------------------------------------------------
-    async def run_request(self, params: RetrieveParams) -> RetrieveResponse:
+    async def run_request(self, params: RetrieveParams) -> Outcome:
         """Run with the flags in force now (file < env < overrides < kill switch)."""
         flags = self.flags()
-        phase = self.effective_phase(flags) if self.effective_phase else None
-        return await self.run(params, flags, phase)
+        route = self.router(flags) if self.router else None
+        return await self.run(params, flags, route)
 
-    async def run(self, params: RetrieveParams, flags: Flags, effective_phase: int | None = None) -> RetrieveResponse:
-        """Answer one request; never raises because a tier failed."""
+    async def run(
+        self, params: RetrieveParams, flags: Flags, route: Route | None = None, *, observe: bool = True
+    ) -> Outcome:
+        """Answer one request; never raises because a tier failed.
+
+        `route` is the kill switch's verdict (None: no kill switch, the flags decide).
+        `observe=False` (the golden replay) leaves no trace: no kill-switch samples,
+        metrics or query log, so a replay can neither trip nor heal the switch.
+        """
         started = time.perf_counter()
         with self._span("retrieve") as root:
-            response, fallbacks, outcome = await self._run(params, flags, effective_phase, started)
+            outcome, kinds = await self._run(params, flags, route, started, observe)
             if root is not None:
-                root.set_attribute("retrieval.status", response.status)
-                root.set_attribute("retrieval.phase", response.phase)
-        if self.telemetry is not None:
+                root.set_attribute("retrieval.status", outcome.status)
+                root.set_attribute("retrieval.phase", outcome.phase)
+        if self.telemetry is not None and observe:
             self.telemetry.observe(
-                phase=response.phase, status=response.status, latency_ms=response.latency_ms,
-                fallbacks=fallbacks, stats=outcome.stats if outcome else {},
+                phase=outcome.phase, status=outcome.status, latency_ms=outcome.latency_ms,
+                fallbacks=kinds, stats=outcome.stats,
             )
-        return response
+        return outcome
 
     async def _run(
-        self, params: RetrieveParams, flags: Flags, effective_phase: int | None, started: float
-    ) -> tuple[RetrieveResponse, list[tuple[str, str]], TierOutcome | None]:
+        self, params: RetrieveParams, flags: Flags, route: Route | None, started: float, observe: bool
+    ) -> tuple[Outcome, list[tuple[Tier, str]]]:
         request_id = uuid.uuid4().hex
-        if not flags.enabled or effective_phase == 0:
-            return _disabled(request_id, started), [], None
-        allowed = effective_phase if effective_phase is not None else flags.phase
-        phase = min(params.phase_cap or allowed, allowed)
+        caller = params.phase_cap or MAX_PHASE
+        phase, skipped = _route(caller, flags, route)
+        if phase == 0:
+            outcome = _generic("disabled", request_id, started, skipped, "disabled")
+            return outcome, [(step.tier, "skipped") for step in skipped]
         with self._span("normalise"):
             query, notes = self.normalise(params.query, flags)
         ctx = TierContext(
             query=query, notes=notes, params=params, flags=flags,
             top_k=params.top_k or flags.retrieval.default_top_k,
         )
-        fallback: list[FallbackStep] = []
-        kinds: list[tuple[str, str]] = []  # (tier, reason kind): bounded labels for metrics
-        wanted = min(params.phase_cap or flags.phase, flags.phase)
-        if phase < wanted and self.skip_reason is not None:  # phases the kill switch took out
-            reason = self.skip_reason()
-            for skipped in range(wanted, phase, -1):
-                fallback.append(FallbackStep(tier=f"phase{skipped}", reason=reason))
-                kinds.append((f"phase{skipped}", "kill_switch"))
-        outcome: TierOutcome | None = None
+        fallback: list[FallbackStep] = list(skipped)
+        kinds: list[tuple[Tier, str]] = [(step.tier, "skipped") for step in skipped]
+        answered: TierOutcome | None = None
         timeout = flags.timeouts.phase_ms / 1000
         for name, tier in self.tiers(phase):
             tier_started = time.perf_counter()
             with self._span(f"tier.{name}") as span:
                 try:
-                    outcome = await asyncio.wait_for(self._call(name, tier, ctx), timeout=timeout)
+                    answered = await asyncio.wait_for(self._call(name, tier, ctx), timeout=timeout)
                 except TimeoutError as exc:  # the phase's budget, or the database's (DatabaseTimeout)
                     cause = database_cause(exc)
                     reason, kind = cause or f"timeout after {flags.timeouts.phase_ms} ms", "timeout"
-                    self._record(name, tier_started, error=True, database=cause is not None)
+                    self._record(name, tier_started, error=True, observe=observe, database=cause is not None)
                 except NoCacheEntry as exc:
                     reason, kind = str(exc), "no_cache_entry"
                 except EmbeddingQueueFull as exc:
@@ -396,22 +321,23 @@ class Pipeline:
                     log.warning("tier %s failed: %s", name, cause or exc,
                                 exc_info=cause is None and not isinstance(exc, CorpusNotLoaded))
                     reason, kind = cause or f"{type(exc).__name__}: {exc}", type(exc).__name__
-                    self._record(name, tier_started, error=True, database=cause is not None)
+                    self._record(name, tier_started, error=True, observe=observe, database=cause is not None)
                 else:
-                    self._record(name, tier_started, error=False)
+                    self._record(name, tier_started, error=False, observe=observe)
                     break
                 fallback.append(FallbackStep(tier=name, reason=reason))
                 kinds.append((name, kind))
                 if span is not None and self.telemetry is not None:
                     self.telemetry.mark_error(span, kind)
         with self._span("decide") as span:
-            response = with_anchors(_respond(outcome, ctx, fallback, request_id, started), self.anchors)
+            outcome = with_anchors(_outcome(answered, ctx, tuple(fallback), request_id, started), self.anchors)
             if span is not None:
-                span.set_attribute("retrieval.decision", response.status)
-        _log_query(query, response, outcome, self._trace_id())
-        return response, kinds, outcome
+                span.set_attribute("retrieval.decision", outcome.status)
+        if observe:
+            _log_query(query, outcome, self._trace_id())
+        return outcome, kinds
 
-    def _call(self, name: str, tier: Tier, ctx: TierContext) -> Awaitable[TierOutcome]:
+    def _call(self, name: Tier, tier: TierFn, ctx: TierContext) -> Awaitable[TierOutcome]:
         hook = self.tier_hook
         if hook is None:
             return tier(ctx)
@@ -437,68 +363,62 @@ class Pipeline:
 
         return self.telemetry.trace_id(trace.get_current_span())
 
-    def _record(self, tier: str, started: float, error: bool, database: bool = False) -> None:
-        if self.recorder is not None and tier != "cache":
+    def _record(self, tier: Tier, started: float, error: bool, observe: bool, database: bool = False) -> None:
+        if self.recorder is not None and observe and tier is not Tier.cache:
             self.recorder.record(tier, (time.perf_counter() - started) * 1000, error, database)
 
 
-def with_anchors(response: RetrieveResponse, anchors: Mapping[tuple[str, int], str]) -> RetrieveResponse:
+def with_anchors(outcome: Outcome, anchors: Mapping[tuple[str, int], str]) -> Outcome:
     """Each chunk result with its heading's URL fragment (the UI opens that section)."""
-    if not anchors or not response.results:
-        return response
-    results = [
-        msgspec.structs.replace(r, anchor=anchors.get((r.doc_slug, r.chunk_index), ""))
-        if r.chunk_index is not None else r
-        for r in response.results
-    ]
-    return msgspec.structs.replace(response, results=results)
-
-
-def _result(evidence: Evidence) -> RetrievalResult:
-    return RetrievalResult(
-        doc_slug=evidence.doc_slug,
-        title=evidence.title,
-        category=evidence.category,
-        snippet=evidence.snippet,
-        score=round(evidence.score, 4),
-        content_hash=evidence.content_hash,
-        matched_terms=list(evidence.matched_terms),
-        source=evidence.source,
-        header_path=evidence.header_path,
-        match_explain=list(evidence.match_explain) or None,
-        chunk_index=evidence.chunk_index,
-        chunk_hash=evidence.chunk_hash,
+    if not anchors or not outcome.results:
+        return outcome
+    results = tuple(
+        msgspec.structs.replace(e, anchor=anchors.get((e.doc_slug, e.chunk_index), ""))
+        if e.chunk_index is not None else e
+        for e in outcome.results
     )
+    return msgspec.structs.replace(outcome, results=results)
+
+
+def _route(caller: int, flags: Flags, route: Route | None) -> tuple[int, tuple[FallbackStep, ...]]:
+    """The phase to start from, and a step naming why for every phase skipped below
+    the caller's: the flags (`phase`, `enabled`) or the kill switch (`route.reason`)."""
+    configured = flags.phase if flags.enabled else 0
+    allowed = configured if route is None else min(route.phase, configured)
+    phase = min(caller, allowed)
+    steps: list[FallbackStep] = []
+    for skipped in range(caller, phase, -1):
+        if skipped > configured:
+            why = f"flags: phase {flags.phase}" if flags.enabled else "flags: retrieval disabled"
+        else:
+            why = (route.reason if route is not None else None) or "kill switch"
+        steps.append(FallbackStep(tier=Tier.of_phase(skipped), reason=why))
+    return phase, tuple(steps)
 
 
 def _elapsed_ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-def _disabled(request_id: str, started: float) -> RetrieveResponse:
-    return RetrieveResponse(
-        status="disabled", message=clarify.GENERIC, options=[], results=[], confidence=0.0,
-        phase=0, fallback_path=[], latency_ms=_elapsed_ms(started), request_id=request_id,
-        source_tier="generic",
+def _generic(
+    status: Status, request_id: str, started: float, fallback: tuple[FallbackStep, ...], reason: str
+) -> Outcome:
+    return Outcome(
+        status=status, message=clarify.GENERIC, decision=None, results=(), tier=Tier.generic, phase=0,
+        fallback_path=fallback, request_id=request_id, latency_ms=_elapsed_ms(started), reason=reason,
     )
 
 
-def _respond(
-    outcome: TierOutcome | None,
+def _outcome(
+    answered: TierOutcome | None,
     ctx: TierContext,
-    fallback: list[FallbackStep],
+    fallback: tuple[FallbackStep, ...],
     request_id: str,
     started: float,
-) -> RetrieveResponse:
-    if outcome is None:
-        return RetrieveResponse(
-            status="no_match", message=clarify.GENERIC, options=[], results=[], confidence=0.0,
-            phase=0, fallback_path=fallback, latency_ms=_elapsed_ms(started),
-            request_id=request_id, source_tier="generic",
-        )
-    decision = outcome.decision
-    results = [_result(e) for e in decision.results[: ctx.top_k]]
-    options = [OptionOut(doc_slug=o.doc_slug, title=o.title, category=o.category) for o in decision.options]
+) -> Outcome:
+    if answered is None:
+        return _generic("no_match", request_id, started, fallback, "all_tiers_failed")
+    decision = answered.decision
     status: Status
     match decision:
         case Answer():
@@ -507,44 +427,36 @@ def _respond(
             status = "clarify"
         case NoMatch():
             status = "no_match"
-    return RetrieveResponse(
-        status=status,
-        message=decision.message,
-        options=options,
-        results=results,
-        confidence=decision.confidence,
-        phase=outcome.phase,
-        fallback_path=fallback,
-        latency_ms=_elapsed_ms(started),
-        request_id=request_id,
-        source_tier=outcome.tier,
+    return Outcome(
+        status=status, message=decision.message, decision=decision, results=decision.results[: ctx.top_k],
+        tier=answered.tier, phase=answered.phase, fallback_path=fallback, request_id=request_id,
+        latency_ms=_elapsed_ms(started), stats=answered.stats, reason=decision.reason,
     )
 
 
-def _log_query(
-    query: NormalizedQuery, response: RetrieveResponse, outcome: TierOutcome | None, trace_id: str | None = None
-) -> None:
+def _log_query(query: NormalizedQuery, outcome: Outcome, trace_id: str | None = None) -> None:
     """One structured record per call (seed plan: "Logging per query")."""
     if not log.isEnabledFor(logging.INFO):
         return
     record = {
         "event": "retrieve",
-        "request_id": response.request_id,
+        "request_id": outcome.request_id,
         "trace_id": trace_id,
         "query": query.raw,
         "tokens": list(query.tokens),
+        "query_type": query.query_type,
         "corrections": [msgspec.to_builtins(c) for c in query.corrections],
         "top": [
-            {"slug": r.doc_slug, "chunk": r.chunk_index, "score": r.score, "matched_terms": r.matched_terms}
-            for r in response.results[:3]
+            {"slug": e.doc_slug, "chunk": e.chunk_index, "score": round(e.score, 4), "matched_terms": list(e.matched_terms)}
+            for e in outcome.results[:3]
         ],
-        "confidence": response.confidence,
-        "action": response.status,
-        "reason": outcome.decision.reason if outcome else "all_tiers_failed",
-        "latency_ms": response.latency_ms,
-        "phase": response.phase,
-        "tier": response.source_tier,
-        "fallback": [f"{s.tier}: {s.reason}" for s in response.fallback_path],
-        "stats": outcome.stats if outcome else {},
+        "confidence": outcome.confidence,
+        "action": outcome.status,
+        "reason": outcome.reason,
+        "latency_ms": outcome.latency_ms,
+        "phase": outcome.phase,
+        "tier": outcome.tier.value,
+        "fallback": [f"{s.tier}: {s.reason}" for s in outcome.fallback_path],
+        "stats": outcome.stats,
     }
     log.info(json.dumps(record, ensure_ascii=False))

@@ -35,6 +35,8 @@ class Settings:
     seeds_dir: Path = PROJECT_ROOT / "seeds"
     flags_file: Path = PROJECT_ROOT / "flags.yaml"
     migrations_dir: Path = PROJECT_ROOT / "migrations"
+    golden_dir: Path = PROJECT_ROOT / "tests" / "golden"
+    """Golden-query files the console's replay offers (GOLDEN_DIR)."""
     embedding_model: str | None = None
     log_level: str = "INFO"
     db_connect_timeout: float = 300.0
@@ -115,6 +117,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         seeds_dir=_path(env, "SEEDS_DIR"),
         flags_file=_path(env, "FLAGS_FILE"),
         migrations_dir=_path(env, "MIGRATIONS_DIR"),
+        golden_dir=_path(env, "GOLDEN_DIR"),
         embedding_model=_str(env, "EMBEDDING_MODEL"),
         log_level=log_level,
         db_connect_timeout=_float(env, "DB_CONNECT_TIMEOUT"),

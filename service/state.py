@@ -2,6 +2,9 @@
 
 The lead's retrieval pipeline reads `corpus` and rebuilds its indexes when
 `corpus.version` changes; `on_corpus_loaded` hooks run after every reload.
+Routes (service/api) reach start-up's work only through this module: the
+seed (`AppState.reseed`), the phase 3 status (`semantic`) and the embedding
+index (`reindex`, set by service/wiring.py), never by importing the wiring.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
 
     from service.db.embedded import EmbeddedPostgres
     from service.db.supervisor import DatabaseSupervisor
+    from service.ingest.indexer import IndexReport
     from service.ingest.seeder import Chunker, SeedReport
 
 log = logging.getLogger(__name__)
@@ -37,6 +42,26 @@ class CorpusSnapshot:
     documents: tuple[Document, ...] = ()
     chunks: tuple[Chunk, ...] = ()
     version: int = 0
+
+
+@dataclass
+class SemanticStatus:
+    """What /ready and /admin report about phase 3."""
+
+    model_dir: Path
+    model_name: str | None = None
+    loaded: bool = False
+    indexing: bool = False
+    last_index: IndexReport | None = None
+    serving_model: str | None = None
+    """The model queries use: the new one only once its vectors are complete."""
+    error: str | None = None
+    embedder: Any = None
+    backend: str = "torch"
+    """embedding.backend at start-up (service/embedding/backends.py)."""
+    cache_dir: Path = Path(".data/models")
+    """Where exported ONNX graphs are kept (beside the database's data)."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 CorpusHook = Callable[[CorpusSnapshot], Awaitable[None]]
@@ -70,6 +95,33 @@ class AppState:
     request_shutdown: Callable[[], None] | None = None
     seed_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Serialises seeds inside this process (the DB lock covers other processes)."""
+    semantic: SemanticStatus | None = None
+    """Phase 3's model and index status (set by service/wiring.py)."""
+    reindex: Callable[[bool], Awaitable[IndexReport | None]] | None = None
+    """Embed chunks lacking a vector (True: re-embed all); None on failure (see `semantic.error`)."""
+
+    async def reseed(self) -> SeedReport:
+        """Seed from `settings.seeds_dir`, then reload the in-memory corpus.
+
+        On a SeedError the database and the served corpus stay as they were.
+        """
+        from service.ingest.markdown import SeedError
+        from service.ingest.seeder import SeedOptions, seed
+
+        if self.pool is None or self.chunker is None:
+            raise RuntimeError("database pool is not ready")
+        async with self.seed_lock:
+            try:
+                report = await seed(
+                    self.pool, self.settings.seeds_dir, self.chunker, SeedOptions.from_flags(self.flags)
+                )
+            except (SeedError, FileNotFoundError) as err:
+                self.last_seed_error = str(err)
+                raise
+            self.last_seed_report = report
+            self.last_seed_error = None
+            await self.reload_corpus()
+            return report
 
     async def reload_corpus(self) -> CorpusSnapshot:
         """Load the corpus from the database, publish it, run the hooks."""

@@ -10,7 +10,8 @@ OTEL_* variables themselves).
 Instruments (Prometheus names in brackets):
 - histogram `retrieval_latency_ms` by phase and status [retrieval_latency_ms_*]
 - counter `retrieval_decisions` by decision (answer/clarify/no_match/disabled)
-- counter `retrieval_fallbacks` by tier and reason kind
+- counter `retrieval_fallbacks` by tier (`domain.outcome.Tier`) and reason kind
+  (`skipped`: a phase above the kill switch's or the flags' ceiling)
 - counter `kill_switch_events` by kind (trip, recover, ...) and reason
 - counter `retrieval_deduplicated_chunks` (the tiers' `stats["deduplicated"]`)
 - counters `keyword_queries` / `keyword_matched_queries` (keyword match rate =
@@ -24,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -35,6 +36,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Span, Status, StatusCode
 from prometheus_client import CollectorRegistry, generate_latest
+
+from service.domain.outcome import Tier
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +110,7 @@ class Telemetry:
 
     # -- metrics ----------------------------------------------------------------
     def observe(self, *, phase: int, status: str, latency_ms: float,
-                fallbacks: list[tuple[str, str]], stats: Mapping[str, float | int]) -> None:
+                fallbacks: Sequence[tuple[Tier, str]], stats: Mapping[str, float | int]) -> None:
         """One finished request (cheap: a few dictionary look-ups and adds)."""
         key = (phase, status)
         attrs = self._attrs.get(key)
@@ -116,7 +119,7 @@ class Telemetry:
         self.latency.record(latency_ms, attrs)
         self.decisions.add(1, {"decision": status})
         for tier, kind in fallbacks:
-            self.fallbacks.add(1, {"tier": tier, "reason": kind})
+            self.fallbacks.add(1, {"tier": tier.value, "reason": kind})
         deduplicated = stats.get("deduplicated")
         if deduplicated:
             self.deduplicated.add(int(deduplicated))

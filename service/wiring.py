@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,33 +26,12 @@ from service.operations import Operations
 from service.pipeline import Pipeline, SemanticLeg
 from service.scoring.glossary import Glossary, load_glossary
 from service.scoring.semantic import QueryEmbeddingCache
-from service.state import AppState, CorpusSnapshot
+from service.state import AppState, CorpusSnapshot, SemanticStatus
 
 log = logging.getLogger(__name__)
 
-SEMANTIC_KEY = "semantic"
 GLOSSARY_FILE = "core_concepts.yaml"
 SYNONYMS_FILE = "synonyms.yaml"
-
-
-@dataclass
-class SemanticStatus:
-    """What /ready and /admin report about phase 3."""
-
-    model_dir: Path
-    model_name: str | None = None
-    loaded: bool = False
-    indexing: bool = False
-    last_index: IndexReport | None = None
-    serving_model: str | None = None
-    """The model queries use: the new one only once its vectors are complete."""
-    error: str | None = None
-    embedder: Any = None
-    backend: str = "torch"
-    """embedding.backend at start-up (service/embedding/backends.py)."""
-    cache_dir: Path = Path(".data/models")
-    """Where exported ONNX graphs are kept (beside the database's data)."""
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 def resolve_model_dir(configured: str | None) -> Path:
@@ -62,7 +40,7 @@ def resolve_model_dir(configured: str | None) -> Path:
 
 
 def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipeline, SemanticStatus]:
-    """Pipeline + semantic status; registers the corpus hook on `st`.
+    """Pipeline + semantic status; registers the corpus hook, `semantic` and `reindex` on `st`.
 
     With `ops`: flags come from the runtime flag store, the kill switch is the
     recorder and decides the effective phase, telemetry gets spans and metrics.
@@ -80,8 +58,7 @@ def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipelin
     else:
         pipeline = Pipeline(
             glossary=glossary, synonyms=synonyms, flags=ops.store.flags,
-            recorder=ops.kill_switch, effective_phase=ops.kill_switch.effective_phase,
-            skip_reason=ops.kill_switch.skip_reason,
+            recorder=ops.kill_switch, router=ops.kill_switch.route,
             telemetry=ops.telemetry,
         )
 
@@ -91,7 +68,19 @@ def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipelin
         )
         await ensure_embeddings(st, pipeline, status)
 
+    async def reindex(full: bool) -> IndexReport | None:
+        if full and st.pool is not None:
+            embedder = await load_embedder(status)
+            # Marking the inputs stale makes every row pending without deleting it,
+            # so phase 3 keeps answering from the current vectors meanwhile.
+            await st.pool.execute(
+                "update chunk_embeddings set input_hash = 'stale' where model = $1", embedder.model_name
+            )
+        return await ensure_embeddings(st, pipeline, status)
+
     st.on_corpus_loaded.append(on_corpus_loaded)
+    st.semantic = status
+    st.reindex = reindex
     return pipeline, status
 
 

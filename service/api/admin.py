@@ -12,7 +12,6 @@ from service.api.errors import ErrorBody
 from service.api.unavailable import database_write, require_pool
 from service.ingest.markdown import SeedError
 from service.ingest.seeder import SeedReport
-from service.lifespan import seed_and_reload
 from service.state import get_state
 
 _ERRORS = {
@@ -30,7 +29,7 @@ async def admin_seed(state: State) -> SeedReport:
     require_pool(st, "seed")
     try:
         async with database_write("seed"):
-            return await seed_and_reload(st)
+            return await st.reseed()
     except SeedError as err:
         raise ClientException(
             status_code=422,

@@ -14,12 +14,10 @@ from service.api.auth import admin_guard
 from service.api.body import strict_body
 from service.api.errors import ErrorBody, client_errors
 from service.api.openapi import OptionalBodyOperation
-from service.api.retrieve import pipeline_of
 from service.api.unavailable import RETRY_AFTER_S, database_write, require_pool
 from service.domain.types import Base
 from service.ingest.indexer import IndexReport
 from service.state import get_state
-from service.wiring import SEMANTIC_KEY, SemanticStatus, ensure_embeddings, load_embedder
 
 _ERRORS = {
     **client_errors(400, 413),  # a malformed or oversized optional body
@@ -44,19 +42,15 @@ async def admin_reindex(
 ) -> IndexReport:
     data = await strict_body(request, ReindexRequest, optional=True)
     st = get_state(state)
-    status: SemanticStatus = state[SEMANTIC_KEY]
-    pool = require_pool(st, "reindex")
-    if data is not None and data.full:
-        embedder = await load_embedder(status)
-        # Marking the inputs stale makes every row pending without deleting it,
-        # so phase 3 keeps answering from the current vectors meanwhile.
-        async with database_write("reindex"):
-            await pool.execute(
-                "update chunk_embeddings set input_hash = 'stale' where model = $1", embedder.model_name
-            )
-    report = await ensure_embeddings(st, pipeline_of(state), status)
+    require_pool(st, "reindex")
+    if st.reindex is None:
+        raise ServiceUnavailableException("the embedding index is not wired",
+                                          headers={"Retry-After": str(RETRY_AFTER_S)})
+    async with database_write("reindex"):
+        report = await st.reindex(data is not None and data.full)
     if report is None:
-        raise ServiceUnavailableException(f"indexing failed: {status.error}",
+        error = st.semantic.error if st.semantic else None
+        raise ServiceUnavailableException(f"indexing failed: {error}",
                                           headers={"Retry-After": str(RETRY_AFTER_S)})
     return report
 

@@ -7,9 +7,12 @@
   third-party requests, so the admin token typed into the page cannot leak.
 - `GET /admin/replay/files`: the golden files the server can replay (by name).
 - `POST /admin/replay` (admin token): run a golden file (`{"file": "navigation"}`,
-  a name under `tests/golden/`, never a path) or posted YAML (`{"yaml": "..."}`,
-  at most 64 KiB) in-process through the app's own pipeline, with the same checks
-  as `python -m service replay`, and return pass/fail per case with the reason.
+  a name under GOLDEN_DIR (default `tests/golden/`), never a path) or posted YAML
+  (`{"yaml": "..."}`, at most 64 KiB) in-process through the app's own pipeline,
+  with the same checks as `python -m service replay`, and return pass/fail per
+  case with the reason. Each case runs at the phase it names, whatever the kill
+  switch and the phase/enabled flags say (`note` in the report says so), and
+  leaves no kill-switch samples, metrics or query-log lines behind.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import re
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Response, get, post
@@ -32,15 +35,13 @@ from service.api.auth import admin_guard
 from service.api.documents import corpus_categories
 from service.api.errors import ErrorBody
 from service.api.openapi import ReplayOperation
-from service.api.retrieve import pipeline_of, validate_request
+from service.api.retrieve import pipeline_of, response_of, validate_request
 from service.api.schemas import RetrieveRequest
 from service.domain.types import Base
 from service.golden import GoldenCase, GoldenFileError, load_golden, parse_golden, phases_of
-from service.replay import replay_cases
-from service.settings import PROJECT_ROOT
+from service.replay import IN_PROCESS_NOTE, Label, Summary, replay_cases
 from service.state import get_state
 
-GOLDEN_DIR = PROJECT_ROOT / "tests" / "golden"
 MAX_YAML_BYTES = 64 * 1024
 MAX_REPLAY_RUNS = 1000
 """Case × phase runs in one replay: bounds the work one request can ask for."""
@@ -83,7 +84,7 @@ async def console_asset(name: FromPath[str]) -> Response[bytes]:
 
 # -- golden replay ------------------------------------------------------------
 class ReplayRequest(Base, frozen=True):
-    """Exactly one of `file` (a name under tests/golden/) or `yaml` (the file's text)."""
+    """Exactly one of `file` (a name under GOLDEN_DIR, default tests/golden/) or `yaml` (the file's text)."""
 
     file: Annotated[str, msgspec.Meta(max_length=64)] | None = None
     yaml: Annotated[str, msgspec.Meta(max_length=MAX_YAML_BYTES)] | None = None
@@ -96,6 +97,11 @@ class ReplayCase(Base, frozen=True):
     query: str
     passed: bool
     failures: list[str]
+    verdict: Literal["pass", "fail", "kill switch active", "capped by flags"] = "pass"
+    detail: str = ""
+    outcome: Label = "PASS"
+    """As the command line prints it: XFAIL/XPASS for a case marked `known_failure`."""
+    known_failure: str | None = None
 
 
 class ReplayReport(Base, frozen=True):
@@ -104,6 +110,12 @@ class ReplayReport(Base, frozen=True):
     failed: int
     duration_ms: float
     results: list[ReplayCase]
+    skipped: int = 0
+    """Runs answered below their phase by the kill switch or the flags (never in-process)."""
+    known_failures: int = 0
+    """Known failures that still fail (XFAIL); one that passes (XPASS) counts in `failed`."""
+    note: str = ""
+    """How the cases were evaluated."""
 
 
 class GoldenFiles(Base, frozen=True):
@@ -119,13 +131,13 @@ _ERRORS = {
 }
 
 
-def golden_files(directory: Path = GOLDEN_DIR) -> list[str]:
+def golden_files(directory: Path) -> list[str]:
     if not directory.is_dir():
         return []
     return sorted(p.stem for p in directory.glob("*.yaml") if _FILE_NAME.match(p.stem))
 
 
-def _cases_of(data: ReplayRequest, directory: Path = GOLDEN_DIR) -> tuple[str, list[GoldenCase]]:
+def _cases_of(data: ReplayRequest, directory: Path) -> tuple[str, list[GoldenCase]]:
     if (data.file is None) == (data.yaml is None):
         raise ValidationException("give exactly one of 'file' (a golden file name) or 'yaml'")
     try:
@@ -138,7 +150,7 @@ def _cases_of(data: ReplayRequest, directory: Path = GOLDEN_DIR) -> tuple[str, l
             raise NotFoundException(
                 f"no golden file {data.file!r}; available: {', '.join(golden_files(directory)) or 'none'}"
             )
-        return f"tests/golden/{name}.yaml", load_golden(directory / f"{name}.yaml")
+        return f"{name}.yaml", load_golden(directory / f"{name}.yaml")
     except GoldenFileError as err:
         raise ValidationException(f"golden file rejected: {err}") from err
 
@@ -153,29 +165,32 @@ def _lock(state: State) -> asyncio.Lock:
 
 @get("/admin/replay/files", guards=[admin_guard], responses=_ERRORS,
      summary="Golden files the server can replay")
-async def replay_files() -> GoldenFiles:
-    return GoldenFiles(files=golden_files())
+async def replay_files(state: State) -> GoldenFiles:
+    return GoldenFiles(files=golden_files(get_state(state).settings.golden_dir))
 
 
 @post("/admin/replay", guards=[admin_guard], status_code=200, responses=_ERRORS,
       request_max_body_size=2 * MAX_YAML_BYTES, operation_class=ReplayOperation,
       summary="Replay a golden file in-process through this service's pipeline")
 async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
-    source, cases = _cases_of(data)
+    source, cases = _cases_of(data, get_state(state).settings.golden_dir)
     runs = sum(len(phases_of(case, data.phase)) for case in cases)
     if runs > MAX_REPLAY_RUNS:
         raise ValidationException(f"{runs} case runs; a replay is limited to {MAX_REPLAY_RUNS}")
     pipeline = pipeline_of(state)
+    flags = pipeline.flags()
     categories = corpus_categories(get_state(state))
 
     async def post_retrieve(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """The same validation and pipeline as POST /retrieve, without the HTTP hop."""
+        """The same validation and pipeline as POST /retrieve, at the case's phase:
+        no kill switch, flags `phase` and `enabled` set for the case."""
         try:
             params = validate_request(msgspec.convert(body, RetrieveRequest), categories)
         except (msgspec.ValidationError, ValidationException) as err:
             return 400, {"error": str(err)}
-        response = await pipeline.run_request(params)
-        payload: dict[str, Any] = msgspec.to_builtins(response)
+        at_phase = msgspec.structs.replace(flags, enabled=True, phase=params.phase_cap or flags.phase)
+        outcome = await pipeline.run(params, at_phase, observe=False)
+        payload: dict[str, Any] = msgspec.to_builtins(response_of(outcome))
         return 200, payload
 
     lock = _lock(state)
@@ -186,10 +201,12 @@ async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
         results = await replay_cases(cases, post_retrieve, data.phase)
         elapsed = (time.perf_counter() - started) * 1000
     out = [ReplayCase(id=r.case_id, phase=r.phase, query=r.query, passed=r.passed,
-                      failures=r.failures) for r in results]
-    passed = sum(r.passed for r in out)
-    return ReplayReport(source=source, passed=passed, failed=len(out) - passed,
-                        duration_ms=round(elapsed, 1), results=out)
+                      failures=r.failures, verdict=r.verdict, detail=r.detail,
+                      outcome=r.outcome, known_failure=r.known_failure) for r in results]
+    summary = Summary(results)
+    return ReplayReport(source=source, passed=summary.passed, failed=summary.failed,
+                        duration_ms=round(elapsed, 1), results=out, skipped=summary.skipped,
+                        known_failures=summary.known, note=IN_PROCESS_NOTE)
 
 
 ROUTES = [console_page, console_asset, replay_files, replay]

@@ -18,7 +18,7 @@ from litestar.params import JSONBody
 
 from service.api.body import strict_required
 from service.api.errors import client_errors
-from service.api.retrieve import pipeline_of, validate_request
+from service.api.retrieve import fallback_of, options_of, pipeline_of, validate_request
 from service.api.schemas import FallbackStep, OptionOut, Query, RetrieveRequest, Status
 from service.context.builder import build_context
 from service.context.passages import concepts_of, passages_of
@@ -31,6 +31,7 @@ from service.context.types import (
     Section,
     UiState,
     WidgetState,
+    budget_of,
 )
 from service.domain.types import Base
 from service.ingest.tokens import get_token_counter, model_name_for
@@ -138,20 +139,20 @@ async def context(
     params = validate_request(RetrieveRequest(query=data.query))
     overrides = msgspec.structs.asdict(data.budget) if data.budget else None
     pipeline = pipeline_of(state)
-    budget = Budget.from_flags(pipeline.flags().context, overrides)
-    decision = await pipeline.run_request(params)
+    budget = budget_of(pipeline.flags().context, overrides)
+    outcome = await pipeline.run_request(params)
     ui, widgets, messages = _inputs(data)
     inputs = ContextInputs(
-        status=decision.status, message=decision.message,
-        passages=passages_of(decision.results, pipeline.indexes),
-        options=tuple(f"{o.title} ({o.category})" for o in decision.options),
+        status=outcome.status, message=outcome.message,
+        passages=passages_of(outcome.results, pipeline.indexes),
+        options=tuple(f"{o.title} ({o.category})" for o in outcome.options),
         concepts=concepts_of(pipeline.glossary.concepts), ui=ui, widgets=widgets, messages=messages,
     )
     result = await asyncio.to_thread(_assemble, inputs, budget)
     return ContextResponse(
-        status=decision.status, message=decision.message, options=decision.options,
-        confidence=decision.confidence, phase=decision.phase, fallback_path=decision.fallback_path,
-        request_id=decision.request_id, sections=result.sections, total_tokens=result.total_tokens,
+        status=outcome.status, message=outcome.message, options=options_of(outcome.options),
+        confidence=outcome.confidence, phase=outcome.phase, fallback_path=fallback_of(outcome),
+        request_id=outcome.request_id, sections=result.sections, total_tokens=result.total_tokens,
         total_budget=result.total_budget, text=result.text, dropped=result.dropped,
         tokenizer=result.tokenizer, latency_ms=round((time.perf_counter() - started) * 1000, 3),
     )

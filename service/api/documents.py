@@ -67,9 +67,8 @@ _CATEGORIES: dict[int, tuple[tuple[Document, ...], list[str]]] = {}
 def check_category(category: str | None, categories: Sequence[str]) -> None:
     """400 naming the valid categories when `category` is not one of the corpus's."""
     if category is not None and categories and category not in categories:
-        raise ValidationException(
-            f"unknown category {category!r}; valid categories: {', '.join(categories)}"
-        )
+        message = f"unknown category {category!r}; valid categories: {', '.join(categories)}"
+        raise ValidationException(message, extra=[{"field": "category", "message": message}])
 
 
 @dataclass

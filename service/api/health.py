@@ -13,7 +13,6 @@ from service.db.pool import describe_error
 from service.db.supervisor import DatabaseStatus
 from service.domain.types import Base
 from service.state import get_state
-from service.wiring import SEMANTIC_KEY, SemanticStatus
 
 READY_QUERY_TIMEOUT_S = 2.0
 
@@ -57,7 +56,6 @@ def health() -> Health:
 )
 async def ready(state: State) -> Response[Ready | NotReady]:
     st = get_state(state)
-    semantic: SemanticStatus = state[SEMANTIC_KEY]
     db = st.database.status() if st.database is not None else None
     reason = (st.database.not_ready_reason() if st.database is not None else None) or st.not_ready_reason
     if reason is not None or st.pool is None:
@@ -66,6 +64,7 @@ async def ready(state: State) -> Response[Ready | NotReady]:
         counts = await asyncio.wait_for(repo.corpus_counts(st.pool), READY_QUERY_TIMEOUT_S)
     except Exception as err:  # any failure here means "cannot serve", not a crash
         return _not_ready(f"database unreachable: {describe_error(err)}", db)
+    semantic = st.semantic
     if counts.migration_version < st.expected_migration:
         return _not_ready(
             f"migrations behind: database at {counts.migration_version},"
@@ -76,9 +75,9 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             ready=True, documents=counts.documents, chunks=counts.chunks,
             migrations=counts.migration_version, corpus_version=st.corpus.version,
             last_seed_error=st.last_seed_error,
-            semantic_ready=semantic.serving_model is not None and not semantic.indexing,
-            embedding_model=semantic.serving_model,
-            semantic_error=semantic.error,
+            semantic_ready=semantic is not None and semantic.serving_model is not None and not semantic.indexing,
+            embedding_model=semantic.serving_model if semantic else None,
+            semantic_error=semantic.error if semantic else None,
             database=db,
         ),
         status_code=200,

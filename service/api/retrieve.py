@@ -13,7 +13,17 @@ from litestar.params import JSONBody
 from service.api.body import strict_required
 from service.api.documents import check_category, corpus_categories
 from service.api.errors import client_errors
-from service.api.schemas import MAX_QUERY_CHARS, RetrieveRequest, RetrieveResponse, check_top_k
+from service.api.schemas import (
+    MAX_QUERY_CHARS,
+    FallbackStep,
+    OptionOut,
+    RetrievalResult,
+    RetrieveRequest,
+    RetrieveResponse,
+    check_top_k,
+)
+from service.domain.outcome import Outcome
+from service.domain.types import Evidence, Option
 from service.normalize.text import clean
 from service.pipeline import Pipeline, RetrieveParams
 from service.state import get_state
@@ -33,6 +43,42 @@ def validate_request(data: RetrieveRequest, categories: Sequence[str] = ()) -> R
     return RetrieveParams(query=query, phase_cap=data.phase, top_k=data.top_k, category=data.category)
 
 
+def result_of(evidence: Evidence) -> RetrievalResult:
+    return RetrievalResult(
+        doc_slug=evidence.doc_slug,
+        title=evidence.title,
+        category=evidence.category,
+        snippet=evidence.snippet,
+        score=round(evidence.score, 4),
+        content_hash=evidence.content_hash,
+        matched_terms=list(evidence.matched_terms),
+        source=evidence.source,
+        header_path=evidence.header_path,
+        match_explain=list(evidence.match_explain) or None,
+        chunk_index=evidence.chunk_index,
+        chunk_hash=evidence.chunk_hash,
+        anchor=evidence.anchor,
+    )
+
+
+def options_of(options: tuple[Option, ...]) -> list[OptionOut]:
+    return [OptionOut(doc_slug=o.doc_slug, title=o.title, category=o.category) for o in options]
+
+
+def fallback_of(outcome: Outcome) -> list[FallbackStep]:
+    return [FallbackStep(tier=step.tier.value, reason=step.reason) for step in outcome.fallback_path]
+
+
+def response_of(outcome: Outcome) -> RetrieveResponse:
+    """The pipeline's domain outcome → the /retrieve wire response."""
+    return RetrieveResponse(
+        status=outcome.status, message=outcome.message, options=options_of(outcome.options),
+        results=[result_of(e) for e in outcome.results], confidence=outcome.confidence,
+        phase=outcome.phase, fallback_path=fallback_of(outcome), latency_ms=outcome.latency_ms,
+        request_id=outcome.request_id, source_tier=outcome.tier.value,
+    )
+
+
 def pipeline_of(state: State) -> Pipeline:
     pipeline: Pipeline = state[PIPELINE_KEY]
     return pipeline
@@ -47,7 +93,7 @@ async def retrieve(
     params = validate_request(await strict_required(request, RetrieveRequest), categories)
     pipeline = pipeline_of(state)
     check_top_k(params.top_k, pipeline.flags())
-    return await pipeline.run_request(params)
+    return response_of(await pipeline.run_request(params))
 
 
 ROUTES: list[object] = [retrieve]

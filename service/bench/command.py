@@ -31,21 +31,23 @@ from typing import Any
 
 import numpy as np
 
-from service.bench.stats import summary
 from service.db.server import run_with_database
 from service.evaluation.command import say
 from service.flags import Flags, load_flags
 from service.settings import PROJECT_ROOT, Settings
+from service.stats import summary
 
-GOLDEN = PROJECT_ROOT / "tests" / "golden" / "navigation.yaml"
+GOLDEN_FILE = "navigation.yaml"
+"""Under GOLDEN_DIR (settings.golden_dir)."""
 
 
 
 
 def golden_queries() -> list[str]:
     from service.golden import load_golden
+    from service.settings import load_settings
 
-    return [c.query for c in load_golden(GOLDEN)]
+    return [c.query for c in load_golden(load_settings().golden_dir / GOLDEN_FILE)]
 
 
 async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: Any, cache_size: int) -> Any:

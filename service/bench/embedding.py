@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from service.bench.stats import summary
 from service.embedding.base import BACKENDS
+from service.stats import summary
 
 BATCH_SIZES = (1, 4, 16, 64)
 QUERY_STEMS = (

@@ -1,7 +1,7 @@
 """Full texts for the builder: retrieved results → passages, glossary → concepts.
 
 Results carry snippets; the context wants whole chunks. A chunk result is
-looked up by (doc_slug, chunk_index) in the in-memory chunk index; a
+looked up by its chunk id (doc_slug, chunk_index) in the in-memory indexes; a
 whole-document result (phase 1, or the Tier-1 cache) gets the document's
 content, which the builder shortens by whole sentences to the budget. A result
 that is not in memory (the corpus was swapped meanwhile) keeps its snippet.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from service.api.schemas import RetrievalResult
 from service.context.types import ConceptText, Passage
+from service.domain.types import Evidence
 from service.scoring.glossary import Concept
 from service.scoring.indexes import CorpusIndexes
 
@@ -26,14 +26,12 @@ def demote_headings(markdown: str) -> str:
     return _HEADING.sub(lambda m: m.group(1) + "##", markdown)
 
 
-def _full_text(result: RetrievalResult, indexes: CorpusIndexes | None) -> str:
+def _full_text(result: Evidence, indexes: CorpusIndexes | None) -> str:
     if indexes is None:
         return result.snippet
     if result.chunk_index is not None:
-        for unit in indexes.chunks.units:
-            if unit.doc_slug == result.doc_slug and unit.chunk_index == result.chunk_index:
-                return unit.content
-        return result.snippet
+        chunk = indexes.chunks_by_id.get((result.doc_slug, result.chunk_index))
+        return result.snippet if chunk is None else chunk.content
     doc = indexes.documents_by_slug.get(result.doc_slug)
     if doc is None:
         return result.snippet
@@ -41,7 +39,7 @@ def _full_text(result: RetrievalResult, indexes: CorpusIndexes | None) -> str:
     return demote_headings(_TITLE_HEADING.sub("", doc.content, count=1))
 
 
-def passages_of(results: Sequence[RetrievalResult], indexes: CorpusIndexes | None) -> tuple[Passage, ...]:
+def passages_of(results: Sequence[Evidence], indexes: CorpusIndexes | None) -> tuple[Passage, ...]:
     return tuple(
         Passage(
             doc_slug=r.doc_slug, title=r.title, text=_full_text(r, indexes), score=r.score,

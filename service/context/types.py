@@ -7,7 +7,7 @@ The output types (`Section`, `Citation`, `Dropped`) are msgspec Structs so the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -28,38 +28,36 @@ RECENT_MESSAGES = "Recent messages"
 SECTION_ORDER: tuple[str, ...] = (CORE_CONCEPTS, DOCUMENTATION, UI_CONTEXT, WIDGET_STATES, RECENT_MESSAGES)
 
 
-@dataclass(frozen=True)
-class Budget:
-    """Token budgets per section (heading included) and in total."""
+class Budget(ContextFlags, frozen=True):
+    """Token budgets per section (heading included) and in total: the `context`
+    flags with a request's overrides applied (the defaults live in the flags schema)."""
 
-    core_concepts: int = 500
-    retrieved_docs: int = 1500
-    ui_context: int = 300
-    widget_states: int = 200
-    recent_messages: int = 500
-    total: int = 3000
-    max_chunks_per_doc: int = 2
+    def __post_init__(self) -> None:
+        # The flags' consistency rule (total >= core concepts + documentation) is
+        # for the configured defaults; a request may ask for less in total, and the
+        # builder then drops or trims what does not fit (listed in `dropped`).
+        pass
 
-    @classmethod
-    def from_flags(cls, flags: ContextFlags, overrides: Mapping[str, int | None] | None = None) -> Budget:
-        """`flags.context`, then any per-request override that is not None."""
-        budget = cls(**{f.name: getattr(flags, f.name) for f in fields(cls)})
-        chosen = {k: v for k, v in (overrides or {}).items() if v is not None}
-        unknown = set(chosen) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"unknown budget keys: {', '.join(sorted(unknown))}")
-        if any(v < 1 for v in chosen.values()):
-            raise ValueError("budgets must be positive integers")
-        return replace(budget, **chosen)
 
-    def for_section(self, name: str) -> int:
-        return {
-            CORE_CONCEPTS: self.core_concepts,
-            DOCUMENTATION: self.retrieved_docs,
-            UI_CONTEXT: self.ui_context,
-            WIDGET_STATES: self.widget_states,
-            RECENT_MESSAGES: self.recent_messages,
-        }[name]
+def budget_of(flags: ContextFlags, overrides: Mapping[str, int | None] | None = None) -> Budget:
+    """`flags.context`, then any per-request override that is not None."""
+    chosen = {k: v for k, v in (overrides or {}).items() if v is not None}
+    unknown = set(chosen) - set(ContextFlags.__struct_fields__)
+    if unknown:
+        raise ValueError(f"unknown budget keys: {', '.join(sorted(unknown))}")
+    if any(v < 1 for v in chosen.values()):
+        raise ValueError("budgets must be positive integers")
+    return Budget(**(msgspec.structs.asdict(flags) | chosen))
+
+
+def section_budget(budget: Budget, name: str) -> int:
+    return {
+        CORE_CONCEPTS: budget.core_concepts,
+        DOCUMENTATION: budget.retrieved_docs,
+        UI_CONTEXT: budget.ui_context,
+        WIDGET_STATES: budget.widget_states,
+        RECENT_MESSAGES: budget.recent_messages,
+    }[name]
 
 
 class Passage(Base, frozen=True):

@@ -6,9 +6,12 @@ with all-MiniLM-L6-v2 (chunks embedded with title and header path):
 out-of-domain queries (calendar, billing, email, tasks, invoices, weather)
 reach a top cosine of 0.13–0.32, in-domain questions 0.43–0.79.  Hence:
 
-- below `similarity_floor` (0.40) the neighbours say nothing;
-- `answer_similarity` (0.55) plus a `margin` over the best other page lets
-  the semantic leg turn a weak keyword match into an answer.
+- below `semantic.similarity_floor` the neighbours say nothing;
+- `semantic.answer_similarity` plus a `semantic.margin` over the best other
+  page lets the semantic leg turn a weak keyword match into an answer.
+
+(The values are flags: `flags.yaml` → `semantic`.)  Pure: it gets the fused
+ranking, the keyword decision and the semantic signal, never the scorers.
 
 | keyword decision       | semantic signal            | phase 3 decision           |
 |------------------------|----------------------------|----------------------------|
@@ -24,10 +27,10 @@ reach a top cosine of 0.13–0.32, in-domain questions 0.43–0.79.  Hence:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from service.decide import clarify
 from service.decide.policy import distinct_documents, option_of
+from service.domain.signals import SemanticSignal
 from service.domain.types import (
     Answer,
     Clarify,
@@ -37,17 +40,10 @@ from service.domain.types import (
     NormalizedQuery,
     Option,
 )
-from service.scoring.hybrid import SemanticSignal
+from service.flags import SemanticFlags
 from service.scoring.keyword_formulas import confidence
 
 AMBIGUOUS_REASONS = frozenset({"small_gap", "low_confidence"})
-
-
-@dataclass(frozen=True)
-class SemanticThresholds:
-    similarity_floor: float = 0.40
-    answer_similarity: float = 0.55
-    margin: float = 0.04
 
 
 def _fused_confidence(results: Sequence[Evidence]) -> float:
@@ -70,7 +66,7 @@ def decide_hybrid(
     keyword_decision: Decision,
     signal: SemanticSignal,
     query: NormalizedQuery,
-    thresholds: SemanticThresholds,
+    thresholds: SemanticFlags,
 ) -> Decision:
     if not query.tokens or not fused:
         return NoMatch(message=clarify.NO_MATCH, reason="no_match")

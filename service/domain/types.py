@@ -103,6 +103,8 @@ class Evidence(Base, frozen=True):
     the decision's confidence stays on the scale its thresholds were set on."""
     title_or_keyword_hit: bool = False
     exact_title_phrase: bool = False
+    anchor: str | None = None
+    """The chunk's heading as a URL fragment (set by the pipeline from the corpus)."""
 
 
 class Option(Base, frozen=True):
@@ -114,12 +116,12 @@ class Option(Base, frozen=True):
 
 
 class Thresholds(Base, frozen=True):
-    """Decision thresholds of one phase (seed plan defaults)."""
+    """Decision thresholds of one phase (values: the flags' `phases.<phase>`)."""
 
-    min_score: float = 3.0
-    min_conf: float = 0.3
-    min_gap: float = 2.0
-    min_matched_terms: int = 2
+    min_score: float
+    min_conf: float
+    min_gap: float
+    min_matched_terms: int
 
 
 class Answer(Base, frozen=True, tag="answer"):

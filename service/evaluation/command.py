@@ -10,12 +10,12 @@
    and embedder, with an on-disk vector cache in front: cache.py).
 4. Run every query through the pipeline's own stages: `Pipeline.normalise`,
    the in-memory keyword indexes with the flags' lexical scorer (phase 1
-   documents, phase 2 chunks), and for phase 3 the same keyword leg + the
-   pgvector semantic leg (`SemanticLeg.search`) + `fuse_evidence` with the
-   flags' method and query-type weights. What is bypassed: the API layer
-   (top_k is capped at 10 there), the decision rules (eval ranks, it does not
-   answer/clarify) and per-document de-duplication; documents are ranked by
-   their best chunk. Each leg hands max(k, candidate_pool) candidates to fusion.
+   documents, phase 2 chunks), and for phase 3 the service's own
+   `HybridRetriever` (`Pipeline.hybrid()`: keyword leg + pgvector semantic leg
+   + fusion + de-duplication, exactly as `Pipeline.phase3` runs it). What is
+   bypassed: the API layer (top_k is capped there) and the decision rules
+   (eval ranks, it does not answer/clarify); documents are ranked by their
+   best chunk. Each leg hands max(k, candidate_pool) candidates to fusion.
 5. Metrics with ranx; baselines (baselines.py) in the same run and table.
 """
 
@@ -29,17 +29,21 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
 from service.db.server import run_with_database
-from service.domain.types import Chunk, Document, Evidence
+from service.domain.types import Chunk, Document, Evidence, NormalizedQuery
 from service.evaluation.beir import BeirDataset, DatasetError, load_beir
 from service.evaluation.metrics import METRICS, evaluate
-from service.flags import Flags, LexicalFlags, load_flags
+from service.flags import Flags, LexicalFlags, apply_overrides, load_flags
 from service.settings import PROJECT_ROOT, Settings
+
+if TYPE_CHECKING:
+    from service.pipeline import Pipeline
+    from service.scoring.hybrid import HybridLegs, HybridRetriever
 
 CACHE_DIR = PROJECT_ROOT / ".cache" / "embeddings"
 EVAL_CATEGORY = "concepts"
@@ -227,17 +231,34 @@ def load_cached_embedder(settings: Settings, backend: str = "torch") -> Any:
     return CachedEmbedder(inner, CACHE_DIR if backend == "torch" else CACHE_DIR / backend)
 
 
-async def rank_all(
-    pipeline: Any, dataset: BeirDataset, flags: Flags, phases: list[int], k: int, variants: bool
-) -> dict[str, dict[str, list[str]]]:
-    from service.normalize.text import rewrite_for_embedding
-    from service.scoring.fusion import detect_query_type, fusion_method
-    from service.scoring.hybrid import fuse_evidence
+async def hybrid_legs(
+    pipeline: Pipeline, query: NormalizedQuery, notes: list[str], flags: Flags, k: int
+) -> tuple[HybridRetriever, HybridLegs]:
+    """Both legs of phase 3 from the service's own `HybridRetriever`, k deep at least."""
+    retriever = pipeline.hybrid()
+    legs = await retriever.legs(query, flags, pool_size=max(k, flags.retrieval.candidate_pool), notes=notes)
+    return retriever, legs
 
-    indexes = pipeline.indexes
+
+async def hybrid_ranking(
+    pipeline: Pipeline, query: NormalizedQuery, notes: list[str], flags: Flags, k: int
+) -> list[Evidence]:
+    """Phase 3's fused ranking: what the `3` row of the table is computed from."""
+    retriever, legs = await hybrid_legs(pipeline, query, notes, flags, k)
+    return retriever.fuse(query, legs, flags).fused
+
+
+async def rank_all(
+    pipeline: Pipeline, dataset: BeirDataset, flags: Flags, phases: list[int], k: int, variants: bool
+) -> dict[str, dict[str, list[str]]]:
+    indexes = pipeline.require_indexes()
     lexical = flags.lexical
     other = LexicalFlags(**{**msgspec.to_builtins(lexical), "scorer": "seed" if lexical.scorer == "bm25" else "bm25"})
     pool_size = max(k, flags.retrieval.candidate_pool)
+    # Fusion variants: the same retriever with other fusion flags.
+    weighted = apply_overrides(flags, {"fusion.method": "weighted"})
+    flat = apply_overrides(flags, {"fusion.method": "weighted", "fusion.query_type_weights": False})
+    rrf = apply_overrides(flags, {"fusion.method": "rrf"})
     runs: dict[str, dict[str, list[str]]] = {}
 
     def put(label: str, qid: str, ranking: list[str]) -> None:
@@ -245,7 +266,7 @@ async def rank_all(
 
     progress = Progress(f"querying phases {phases}", len(dataset.queries))
     for done, (qid, text) in enumerate(dataset.queries.items(), start=1):
-        query, _notes = pipeline.normalise(text, flags)
+        query, notes = pipeline.normalise(text, flags)
         tokens = query.tokens
         if 1 in phases:
             put("1", qid, doc_ranking(indexes.documents.search(tokens, limit=k, lexical=lexical), k))
@@ -257,29 +278,18 @@ async def rank_all(
             if variants:
                 put(f"2 lexical={other.scorer}", qid, doc_ranking(indexes.chunks.search(tokens, limit=every, lexical=other), k))
         if 3 in phases:
-            keyword = indexes.chunks.search(tokens, limit=pool_size, lexical=lexical)
-            rewritten = rewrite_for_embedding(query.raw, pipeline.synonyms.phrases, pipeline.synonyms.words)
-            hits, _timings = await pipeline.semantic.search(rewritten, pool_size, None, flags)
-            query_type = detect_query_type(query.raw)
-            weights = getattr(flags.fusion.weights, query_type)
-
-            def fuse(
-                method: str, w: tuple[float, float], kw: Sequence[Evidence] = keyword,
-                hits: Sequence[Any] = hits, query_type: Any = query_type,
-            ) -> list[str]:
-                return doc_ranking(fuse_evidence(
-                    kw, hits, method=fusion_method(method), weights=w, query_type=query_type,
-                    rrf_k=flags.fusion.rrf_k, doc_info=indexes.doc_info,
-                ), k)
-
-            put("3", qid, fuse(flags.fusion.method, weights))
+            retriever, legs = await hybrid_legs(pipeline, query, notes, flags, k)
+            put("3", qid, doc_ranking(retriever.fuse(query, legs, flags).fused, k))
             if variants:
-                put("3 weighted (query-type weights)", qid, fuse("weighted", weights))
-                put("3 weighted 0.3/0.7 (default)", qid, fuse("weighted", flags.fusion.weights.default))
-                put(f"3 rrf k={flags.fusion.rrf_k}", qid, fuse("rrf", weights))
+                default = flags.fusion.weights.default
+                put("3 weighted (query-type weights)", qid, doc_ranking(retriever.fuse(query, legs, weighted).fused, k))
+                put(f"3 weighted {default[0]:g}/{default[1]:g} (default)", qid,
+                    doc_ranking(retriever.fuse(query, legs, flat).fused, k))
+                put(f"3 rrf k={flags.fusion.rrf_k}", qid, doc_ranking(retriever.fuse(query, legs, rrf).fused, k))
                 other_kw = indexes.chunks.search(tokens, limit=pool_size, lexical=other)
-                put(f"3 rrf, lexical={other.scorer}", qid, fuse("rrf", weights, other_kw))
-                put("3 semantic leg only", qid, doc_ranking([_hit_evidence(h) for h in hits], k))
+                put(f"3 rrf, lexical={other.scorer}", qid,
+                    doc_ranking(retriever.fuse(query, legs.with_keyword(other_kw), rrf).fused, k))
+                put("3 semantic leg only", qid, doc_ranking([_hit_evidence(h) for h in legs.hits], k))
         progress.update(done)
     return runs
 

@@ -19,9 +19,9 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from service.db.vectors import vector_literal
 from service.domain.types import Base
 from service.ingest.model_thread import on_model_thread
-from service.scoring.semantic import vector_literal
 
 log = logging.getLogger(__name__)
 

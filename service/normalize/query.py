@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from rapidfuzz import fuzz, process
 
 from service.domain.types import Correction, Intent, NormalizedQuery
+from service.flags import TypoFlags
 from service.normalize.lexicon import Lexicon
+from service.normalize.query_type import detect_query_type
 from service.normalize.text import (
     apply_phrase_synonyms,
     apply_word_synonyms,
@@ -18,14 +19,6 @@ from service.normalize.text import (
     stem_plural,
     words,
 )
-
-
-@dataclass(frozen=True)
-class TypoSettings:
-    min_token_length: int = 4
-    max_token_length: int = 32
-    similarity_cutoff: float = 88.0
-
 
 _EXPLAIN_PATTERNS = (
     re.compile(r"^(?:what|whats) (?:is|are|s) (?P<subject>.+)$"),
@@ -59,7 +52,7 @@ def detect_intent(lowered: str) -> tuple[Intent, str]:
     return "lookup", ""
 
 
-def correct_typo(token: str, lexicon: Lexicon, settings: TypoSettings) -> Correction | None:
+def correct_typo(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
     """Closest known term, else vocabulary word, above the cut-off; None if none.
 
     Only tokens that are not in the vocabulary, and whose length lies within
@@ -82,7 +75,7 @@ def correct_typo(token: str, lexicon: Lexicon, settings: TypoSettings) -> Correc
 
 
 def _normalise_tokens(
-    lowered: str, lexicon: Lexicon, typo: TypoSettings, notes: list[str]
+    lowered: str, lexicon: Lexicon, typo: TypoFlags, notes: list[str]
 ) -> tuple[list[str], list[Correction], list[str]]:
     rewritten, phrase_rules = apply_phrase_synonyms(lowered, lexicon.synonyms.phrases)
     kept = [t for t in words(rewritten) if t not in lexicon.stopwords]
@@ -107,14 +100,14 @@ def _normalise_tokens(
 
 
 def normalize_query(
-    raw: str, lexicon: Lexicon, typo: TypoSettings | None = None
+    raw: str, lexicon: Lexicon, typo: TypoFlags | None = None
 ) -> tuple[NormalizedQuery, list[str]]:
     """Normalise a query; also returns human-readable notes (synonyms used).
 
     Stages in order: clean, lowercase and strip punctuation, phrase synonyms,
     tokenise, stopwords, word synonyms, conservative stemming, typo correction.
     """
-    settings = typo or TypoSettings()
+    settings = typo or TypoFlags()
     cleaned = clean(raw)
     lowered = lowercase_words(cleaned)
     intent, subject = detect_intent(lowered)
@@ -139,5 +132,6 @@ def normalize_query(
         subject=subject,
         parts=tuple(parts) if is_multi else (tuple(tokens),),
         is_multi_intent=is_multi,
+        query_type=detect_query_type(cleaned),
     )
     return query, notes

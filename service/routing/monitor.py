@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from service.domain.outcome import Route, Tier
 from service.flags import Flags, KillSwitchFlags
 
 log = logging.getLogger("service.killswitch")
@@ -46,7 +47,7 @@ EventKind = Literal["trip", "half_open", "recover", "probe_failed", "manual_kill
 TripCause = Literal["database", "errors", "latency", "manual"]
 """What tripped the switch: `database` trips probe again as soon as the database answers."""
 
-PHASE_TIERS = {"phase1": 1, "phase2": 2, "phase3": 3}
+PHASE_TIERS = {Tier.phase1: 1, Tier.phase2: 2, Tier.phase3: 3}
 MAX_EVENTS = 50
 
 
@@ -117,6 +118,16 @@ class RollingWindow:
         )
 
 
+def _figure(breach: Breach, cfg: KillSwitchFlags, phase: int) -> str:
+    """The window figure that tripped, e.g. `p95 612 ms > 500 ms over 300 s (phase 3)`."""
+    stats = breach.stats
+    if breach.kind == "error_rate":
+        figure = f"error rate {stats.error_rate:.1%} > {cfg.error_rate:.1%}"
+    else:
+        figure = f"p95 {stats.p95_ms:g} ms > {cfg.p95_ms:g} ms"
+    return f"{figure} over {cfg.window_s:g} s (phase {phase}, {stats.samples} samples)"
+
+
 def _nearest_rank(ordered: list[float], q: float) -> float:
     """Nearest-rank percentile of an ascending list (the definition the trigger uses)."""
     return ordered[max(1, math.ceil(q * len(ordered))) - 1]
@@ -169,6 +180,8 @@ class KillSwitch:
         self.drops = 0
         """p95 drops since the switch was last closed (a second breach disables)."""
         self.tripped_at: float | None = None
+        self.trip_reason: str | None = None
+        """Why the ceiling is in force, with the figure that tripped it (for `fallback_path`)."""
         self.trip_cause: TripCause | None = None
         self.events: deque[KillSwitchEvent] = deque(maxlen=MAX_EVENTS)
         self._probe_credit = 0.0
@@ -206,8 +219,15 @@ class KillSwitch:
                 return flags.phase
         return min(ceiling, flags.phase)
 
+    def route(self, flags: Flags) -> Route:
+        """`effective_phase` plus, when it is below the configured phase, why."""
+        phase = self.effective_phase(flags)
+        if phase >= flags.phase or not flags.enabled:
+            return Route(phase=phase)
+        return Route(phase=phase, reason=f"kill switch: {self.trip_reason or self.state}")
+
     # -- samples ------------------------------------------------------------
-    def record(self, tier: str, latency_ms: float, error: bool, database: bool = False) -> None:
+    def record(self, tier: Tier, latency_ms: float, error: bool, database: bool = False) -> None:
         """One tier attempt: its latency and whether it failed (timeout, DB, exception);
         `database`: the failure was the database's (unreachable, timeout)."""
         phase = PHASE_TIERS.get(tier)
@@ -280,6 +300,8 @@ class KillSwitch:
               cause: TripCause) -> None:
         self.ceiling = ceiling if self.ceiling is None else min(ceiling, self.ceiling)
         self.tripped_at = self.clock()
+        self.trip_reason = _figure(breach, self.settings(), phase) + (
+            " after dropping a phase" if trigger == "p95_still_breached" else "")
         self.trip_cause = cause
         self.half_open = False
         self._clear_windows()
@@ -291,6 +313,7 @@ class KillSwitch:
         self.trip_cause = "database" if database else ("errors" if breach.kind == "error_rate" else "latency")
         self.half_open = False
         self.tripped_at = self.clock()
+        self.trip_reason = f"probe of phase {phase} failed: {_figure(breach, self.settings(), phase)}"
         self._clear_windows()
         self._emit("probe_failed", phase, f"probe breached ({breach.kind}); cool-down restarts",
                    "probe_breached", breach.stats)
@@ -300,6 +323,7 @@ class KillSwitch:
         self.half_open = False
         self.drops = 0
         self.tripped_at = None
+        self.trip_reason = None
         self.trip_cause = None
         stats = self.windows[phase].stats() if phase is not None else None
         self._clear_windows()
@@ -311,6 +335,7 @@ class KillSwitch:
         self.ceiling = 0
         self.half_open = False
         self.tripped_at = self.clock()
+        self.trip_reason = f"manual kill ({reason})"
         self.trip_cause = "manual"
         return self._emit("manual_kill", None, reason, "manual", None)
 
@@ -321,6 +346,7 @@ class KillSwitch:
         self.half_open = False
         self.drops = 0
         self.tripped_at = None
+        self.trip_reason = None
         self.trip_cause = None
         self._clear_windows()
         return self._emit("reset", None, reason, "manual", None)
@@ -349,11 +375,6 @@ class KillSwitch:
             return
         self._half_open("the database answers again: probing with a share of traffic",
                         "database_back")
-
-    def skip_reason(self) -> str:
-        """Why phases above the ceiling are skipped, for `fallback_path`."""
-        last = next((e for e in reversed(self.events) if e.kind in ("trip", "probe_failed", "manual_kill")), None)
-        return f"kill switch: {last.reason if last else self.state}"
 
     # -- reporting ----------------------------------------------------------
     def refresh(self) -> None:

@@ -7,7 +7,7 @@ Sources:
   default weight is 0.3 keyword + 0.7 embedding.
 - Reciprocal rank fusion: Cormack, Clarke, Büttcher, "Reciprocal Rank Fusion
   outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009.
-  k = 60 is the paper's constant: it damps the advantage of the very first
+  k = 60 is the paper's constant (flag `fusion.rrf_k`): it damps the advantage of the very first
   ranks so one leg's top hit cannot outvote agreement lower down (Haystack's
   `_reciprocal_rank_fusion` uses the same k).
 """
@@ -15,15 +15,13 @@ Sources:
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
-from service.domain.types import Base, QueryType
+from service.domain.types import Base
 
 K = TypeVar("K", bound=Hashable)
 
-RRF_K = 60
 
 class FusedScore(Base, frozen=True):
     """Both legs of one candidate, as `match_explain` reports them."""
@@ -97,7 +95,7 @@ def weighted_sum_fusion(
     return {keys[i]: fused[keys[i]] for i in order}
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int = RRF_K) -> dict[K, float]:
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int) -> dict[K, float]:
     """RRF(d) = sum over rankings of 1 / (k + rank(d)), rank starting at 1.
 
     Ordered best first; ties keep first-appearance order (deterministic).
@@ -111,55 +109,3 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int = RRF_K) -> d
     keys = list(scores)
     order = sorted(range(len(keys)), key=lambda i: (-scores[keys[i]], i))
     return {keys[i]: scores[keys[i]] for i in order}
-
-
-# --- query type -----------------------------------------------------------------
-
-_QUOTED = re.compile(r"\"[^\"]+\"|'[^']+'|“[^”]+”|‘[^’]+’|`[^`]+`")
-_ALL_CAPS = re.compile(r"\b[A-Z][A-Z0-9_]*[A-Z0-9]\b")
-_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*\b")
-_CODE = re.compile(
-    r"\b\w+_\w+\b"  # snake_case
-    r"|\b\w+(?:\.\w+)*\(\)"  # call: foo(), a.b()
-    r"|\b[a-z_]\w+\.[a-z_]\w+\b"  # dotted name: app.config, notes.md (not "e.g.")
-    r"|(?:^|\s)/[\w.-]+"  # a path or route: /admin/reindex
-    r"|(?:^|\s)--?[a-z][\w-]*"  # a flag: --verbose, -v
-    r"|[{}<>=\[\]#$]"  # symbols that do not occur in prose questions
-)
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
-QUESTION_WORDS = frozenset(
-    {
-        "how", "what", "where", "why", "when", "which", "who", "can", "could",
-        "do", "does", "did", "is", "are", "should", "will", "would",
-    }
-)  # fmt: skip
-NATURAL_MIN_WORDS = 4
-
-
-def detect_query_type(raw_query: str) -> QueryType:
-    """Classify a raw query (before normalisation, which would erase case and quotes).
-
-    exact: a quoted string, an ALL_CAPS token (unless the whole query is shouted),
-    camelCase, or a code-like token (snake_case, `a.b()`, `/path`, `--flag`).
-    semantic: a question (ends with "?" or starts with a question word) or a
-    natural sentence of 4+ words. Otherwise mixed. Exact wins over semantic:
-    "what does DOC_RETRIEVAL_PHASE do?" needs the literal term.
-    """
-    text = raw_query.strip()
-    if not text:
-        return "mixed"
-    letters = [c for c in text if c.isalpha()]
-    shouted = bool(letters) and all(c.isupper() for c in letters)
-    if (
-        _QUOTED.search(text)
-        or _CAMEL.search(text)
-        or _CODE.search(text)
-        or (not shouted and _ALL_CAPS.search(text))
-    ):
-        return "exact"
-    words = _WORD.findall(text)
-    if text.endswith("?") or (words and words[0].lower() in QUESTION_WORDS):
-        return "semantic"
-    if len(words) >= NATURAL_MIN_WORDS:
-        return "semantic"
-    return "mixed"

@@ -1,4 +1,14 @@
-"""Phase 3: fuse keyword (chunk) evidence with semantic neighbours into new evidence.
+"""Phase 3's retrieval, one component: `HybridRetriever`.
+
+normalised query ─┬─ keyword leg (in-memory chunk index, the flags' lexical scorer)
+                  └─ semantic leg (query embedding → pgvector top-K), concurrently
+                  → fusion (the flags' method; weights by `query.query_type`)
+                  → per-document de-duplication (not for multi-intent queries)
+                  → `HybridCandidates`: the fused ranking plus every signal the
+                    decision (`decide.hybrid_policy`) needs.
+
+The service (`Pipeline.phase3`) and `python -m service eval` both call it, so
+the eval figures are the service's figures.
 
 Fusion runs over the union of both candidate lists, keyed by chunk
 (doc_slug, chunk_index).  The fused evidence keeps the keyword leg's matched
@@ -8,32 +18,38 @@ legs' scores and the weights in `match_explain`.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from service.domain.types import Evidence, QueryType
-from service.scoring.fusion import FusionMethod, reciprocal_rank_fusion, weighted_sum_fusion
+from service.domain.signals import SemanticSignal
+from service.domain.types import Evidence, NormalizedQuery, QueryType
+from service.flags import Flags
+from service.normalize.lexicon import Synonyms
+from service.normalize.text import rewrite_for_embedding
+from service.scoring.chunks import dedupe_per_document
+from service.scoring.fusion import (
+    FusionMethod,
+    fusion_method,
+    reciprocal_rank_fusion,
+    weighted_sum_fusion,
+)
+from service.scoring.indexes import CorpusIndexes
 from service.scoring.keyword import make_snippet, plain_text
-from service.scoring.semantic import SemanticHit
+from service.scoring.semantic import SemanticHit, SemanticSearch
 
 ChunkKey = tuple[str, int]
 
 
-@dataclass(frozen=True)
-class SemanticSignal:
-    """How close the nearest neighbour is, and by how much it beats other pages."""
-
-    top_similarity: float
-    margin: float
-    top_doc: str | None
-
-    @classmethod
-    def of(cls, hits: Sequence[SemanticHit]) -> SemanticSignal:
-        if not hits:
-            return cls(top_similarity=0.0, margin=0.0, top_doc=None)
-        best = max(hits, key=lambda h: h.similarity)
-        other = max((h.similarity for h in hits if h.doc_slug != best.doc_slug), default=0.0)
-        return cls(top_similarity=best.similarity, margin=best.similarity - other, top_doc=best.doc_slug)
+def semantic_signal(hits: Sequence[SemanticHit]) -> SemanticSignal:
+    """The nearest neighbour's similarity and its margin over the best other page."""
+    if not hits:
+        return SemanticSignal(top_similarity=0.0, margin=0.0, top_doc=None)
+    best = max(hits, key=lambda h: h.similarity)
+    other = max((h.similarity for h in hits if h.doc_slug != best.doc_slug), default=0.0)
+    return SemanticSignal(top_similarity=best.similarity, margin=best.similarity - other, top_doc=best.doc_slug)
 
 
 def _key_of(evidence: Evidence) -> ChunkKey:
@@ -121,3 +137,117 @@ def fuse_evidence(
         )
     results.sort(key=lambda e: (-e.score, e.doc_slug, e.chunk_index or 0))
     return results
+
+
+@dataclass(frozen=True)
+class HybridLegs:
+    """Both legs' candidates for one query, before fusion."""
+
+    keyword: list[Evidence]
+    hits: list[SemanticHit]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def with_keyword(self, keyword: list[Evidence]) -> HybridLegs:
+        return dataclasses.replace(self, keyword=keyword)
+
+
+@dataclass(frozen=True)
+class HybridCandidates:
+    """Phase 3's candidates and the signals its decision needs."""
+
+    keyword: list[Evidence]
+    """The keyword leg, best first (the keyword decision is made on it)."""
+    hits: list[SemanticHit]
+    fused: list[Evidence]
+    """The fused ranking, de-duplicated per document unless the query is multi-intent."""
+    deduplicated: int
+    signal: SemanticSignal
+    query_type: QueryType
+    method: FusionMethod
+    weights: tuple[float, float]
+    timings: dict[str, float]
+
+    def stats(self) -> dict[str, float | int]:
+        return {
+            **self.timings, "keyword_candidates": len(self.keyword), "semantic_candidates": len(self.hits),
+            "deduplicated": self.deduplicated, "top_similarity": round(self.signal.top_similarity, 4),
+        }
+
+
+def fusion_weights(flags: Flags, query_type: QueryType) -> tuple[float, float]:
+    """(keyword, semantic) weights: by query type, or `weights.default` when that is off."""
+    weights = flags.fusion.weights
+    return getattr(weights, query_type) if flags.fusion.query_type_weights else weights.default
+
+
+class HybridRetriever:
+    """Keyword leg + semantic leg + fusion over one corpus snapshot."""
+
+    def __init__(self, indexes: CorpusIndexes, semantic: SemanticSearch, synonyms: Synonyms) -> None:
+        self.indexes = indexes
+        self.semantic = semantic
+        self.synonyms = synonyms
+
+    async def legs(
+        self,
+        query: NormalizedQuery,
+        flags: Flags,
+        *,
+        category: str | None = None,
+        pool_size: int | None = None,
+        notes: Sequence[str] = (),
+        while_embedding: Callable[[list[Evidence]], None] | None = None,
+    ) -> HybridLegs:
+        """Both legs; `pool_size` candidates each (default `retrieval.candidate_pool`).
+
+        The query embedding runs in its own thread: the keyword leg (and
+        `while_embedding`, e.g. the keyword decision) run meanwhile.
+        """
+        size = pool_size or flags.retrieval.candidate_pool
+        text = rewrite_for_embedding(query.raw, self.synonyms.phrases, self.synonyms.words)
+        semantic = asyncio.ensure_future(self.semantic.search(text, size, category, flags))
+        try:
+            keyword = self.indexes.chunks.search(
+                query.tokens, category=category, limit=size, notes=notes, lexical=flags.lexical,
+            )
+            if while_embedding is not None:
+                while_embedding(keyword)
+        except BaseException:
+            semantic.cancel()
+            raise
+        hits, timings = await semantic
+        return HybridLegs(keyword=keyword, hits=hits, timings=dict(timings))
+
+    def fuse(self, query: NormalizedQuery, legs: HybridLegs, flags: Flags) -> HybridCandidates:
+        """Fuse the legs with the flags' method and weights, then de-duplicate."""
+        started = time.perf_counter()
+        method = fusion_method(flags.fusion.method)
+        weights = fusion_weights(flags, query.query_type)
+        fused = fuse_evidence(
+            legs.keyword, legs.hits, method=method, weights=weights, query_type=query.query_type,
+            rrf_k=flags.fusion.rrf_k, doc_info=self.indexes.doc_info,
+        )
+        trimmed = 0
+        if not query.is_multi_intent:
+            fused, trimmed = dedupe_per_document(fused, flags.retrieval.max_chunks_per_doc)
+        signal = semantic_signal(legs.hits)
+        timings = {**legs.timings, "fusion_ms": round((time.perf_counter() - started) * 1000, 3)}
+        return HybridCandidates(
+            keyword=legs.keyword, hits=legs.hits, fused=fused, deduplicated=trimmed, signal=signal,
+            query_type=query.query_type, method=method, weights=weights, timings=timings,
+        )
+
+    async def retrieve(
+        self,
+        query: NormalizedQuery,
+        flags: Flags,
+        *,
+        category: str | None = None,
+        pool_size: int | None = None,
+        notes: Sequence[str] = (),
+        while_embedding: Callable[[list[Evidence]], None] | None = None,
+    ) -> HybridCandidates:
+        legs = await self.legs(
+            query, flags, category=category, pool_size=pool_size, notes=notes, while_embedding=while_embedding,
+        )
+        return self.fuse(query, legs, flags)

@@ -14,6 +14,8 @@ from service.domain.types import Chunk, Document
 from service.normalize.lexicon import Lexicon, Synonyms, build_lexicon
 from service.scoring.keyword import KeywordIndex, build_chunk_index, build_document_index
 
+ChunkId = tuple[str, int]
+
 
 @dataclass(frozen=True)
 class CorpusIndexes:
@@ -22,6 +24,8 @@ class CorpusIndexes:
     documents: KeywordIndex
     chunks: KeywordIndex
     documents_by_slug: dict[str, Document]
+    chunks_by_id: dict[ChunkId, Chunk]
+    """Every chunk by its id, (doc_slug, chunk_index): /context's full texts."""
 
     def doc_info(self, slug: str) -> tuple[str, str]:
         """(content_hash, summary) of a document, for evidence built from a chunk."""
@@ -60,4 +64,5 @@ def build_indexes(
         documents=build_document_index(documents, lexicon),
         chunks=build_chunk_index(chunks, lexicon, doc_info),
         documents_by_slug=by_slug,
+        chunks_by_id={(c.doc_slug, c.chunk_index): c for c in chunks},
     )

@@ -3,19 +3,24 @@ loop) and cosine top-K through pgvector's HNSW index."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from service.db.errors import DatabaseTimeout, DatabaseUnreachable
 from service.db.pool import HNSW_SESSION_SETTINGS
+from service.db.vectors import vector_literal
 from service.domain.types import Base
+from service.flags import Flags
 from service.ingest.model_thread import on_model_thread
 
-# pgvector's HNSW default; higher = better recall, slower (flags.yaml overrides).
-DEFAULT_EF_SEARCH = 64
 # Dimensions that have a partial HNSW index (migration 003). The dimension is
 # written into the SQL as a literal (a type modifier cannot be a parameter, and
 # the partial-index predicate must be provable at plan time), so it is checked
@@ -26,7 +31,7 @@ MAX_DIM = 16000  # pgvector's limit for `vector`
 
 
 class QueryEmbedder(Protocol):
-    """What the semantic leg needs from ingest.embedder.Embedder (fakes in tests)."""
+    """What the semantic leg needs from an embedding backend (service/embedding; fakes in tests)."""
 
     model_name: str
 
@@ -46,12 +51,6 @@ class SemanticHit(Base, frozen=True):
     keywords: tuple[str, ...]
     chunk_hash: str
     similarity: float
-
-
-def vector_literal(vector: npt.NDArray[np.float32] | list[float]) -> str:
-    """pgvector's text form. Sent as text and cast in SQL, so the queries work
-    whether or not the pool registered pgvector's binary codec."""
-    return "[" + ",".join(f"{float(x):.8g}" for x in np.asarray(vector).ravel()) + "]"
 
 
 def semantic_sql(dim: int, with_category: bool) -> str:
@@ -86,7 +85,7 @@ async def semantic_search(
     top_k: int,
     category: str | None = None,
     *,
-    ef_search: int = DEFAULT_EF_SEARCH,
+    ef_search: int | None = None,
     iterative_scan: bool = True,
 ) -> list[SemanticHit]:
     """Cosine top-K chunks for `model` (vectors of other models are ignored).
@@ -107,7 +106,9 @@ async def semantic_search(
         args.append(category)
     args.append(top_k)
     sql = semantic_sql(dim, bool(category))
-    ef = max(ef_search, top_k)  # ef_search must be >= top_k or HNSW returns fewer rows
+    # ef_search (flag `semantic.ef_search`; None: the pool's session value) must be
+    # >= top_k or HNSW returns fewer rows.
+    ef = max(POOL_EF_SEARCH if ef_search is None else ef_search, top_k)
     if ef == POOL_EF_SEARCH and iterative_scan:
         # The pool's session settings already say this: one round trip.
         rows = await pool.fetch(sql, *args)
@@ -144,7 +145,7 @@ class QueryEmbeddingCache:
     corrupt a cached entry.
     """
 
-    def __init__(self, max_size: int = 1024) -> None:
+    def __init__(self, max_size: int) -> None:
         if max_size < 0:
             raise ValueError("max_size must be >= 0")
         self.max_size = max_size
@@ -212,3 +213,58 @@ async def embed_query_async(
     if cache is not None:
         cache.put(embedder.model_name, text, vector)
     return vector
+
+
+class SemanticSearch(Protocol):
+    """The semantic leg as phase 3 sees it (tests substitute their own)."""
+
+    async def search(
+        self, text: str, top_k: int, category: str | None, flags: Flags
+    ) -> tuple[list[SemanticHit], dict[str, float]]: ...
+
+
+@dataclass
+class SemanticLeg:
+    """What phase 3 needs beyond memory: the model, its query cache, the pool."""
+
+    embedder: Any
+    """`service.embedding.batcher.QueryBatcher` over the loaded backend (or a bare embedder)."""
+    cache: QueryEmbeddingCache
+    pool: Callable[[], Any]
+    """The current asyncpg pool, or None while the database is down."""
+    model: Callable[[], Awaitable[str | None]]
+    """The model whose vectors are complete (the old one during a model change)."""
+    timings: dict[str, float] = field(default_factory=dict)
+
+    async def search(
+        self, text: str, top_k: int, category: str | None, flags: Flags
+    ) -> tuple[list[SemanticHit], dict[str, float]]:
+        pool = self.pool()
+        if pool is None:
+            raise DatabaseUnreachable("no connection pool (the database is starting or restarting)")
+        model = await asyncio.wait_for(self.model(), timeout=flags.timeouts.db_ms / 1000)
+        if model is None:
+            raise LookupError("no embeddings indexed yet")
+        if model != self.embedder.model_name:
+            # Query and passage vectors must come from the same model: while this
+            # replica's model is still being indexed, phase 2 answers instead
+            # (replicas still running the old model keep serving its vectors).
+            raise LookupError(f"embeddings for {self.embedder.model_name} incomplete (complete: {model})")
+        started = time.perf_counter()
+        vector = await embed_query_async(self.embedder, text, self.cache)
+        embedded = time.perf_counter()
+        try:
+            hits = await asyncio.wait_for(
+                semantic_search(
+                    pool, vector, model, self.embedder.dim, top_k, category,
+                    ef_search=flags.semantic.ef_search,
+                ),
+                timeout=flags.timeouts.db_ms / 1000,
+            )
+        except TimeoutError as err:
+            raise DatabaseTimeout(flags.timeouts.db_ms) from err
+        done = time.perf_counter()
+        return hits, {
+            "embed_ms": round((embedded - started) * 1000, 3),
+            "vector_search_ms": round((done - embedded) * 1000, 3),
+        }

@@ -11,8 +11,8 @@ import numpy.typing as npt
 import pytest
 
 from service.domain.types import Document
+from service.embedding.torch_backend import TorchEmbedder as Embedder
 from service.ingest.chunker import chunk_document, content_hash
-from service.ingest.embedder import Embedder
 from service.ingest.indexer import active_model, drop_other_models, index_embeddings
 from service.scoring.semantic import semantic_search, semantic_sql, vector_literal
 

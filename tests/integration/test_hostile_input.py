@@ -19,7 +19,9 @@ from rapidfuzz import process
 
 from service.api.schemas import MAX_QUERY_CHARS
 from service.db import repo
+from service.flags import load_flags_file
 from service.normalize import query as query_module
+from service.settings import PROJECT_ROOT
 from service.state import get_state
 
 JSON = {"Content-Type": "application/json"}
@@ -187,7 +189,7 @@ async def test_long_tokens_never_reach_the_fuzzy_matcher(
         return real(token, *args, **kwargs)
 
     monkeypatch.setattr(query_module.process, "extractOne", counting)
-    limit = query_module.TypoSettings().max_token_length
+    limit = load_flags_file(PROJECT_ROOT / "flags.yaml").typo.max_token_length
     long_token = "q" * 499
     response = await service_client.post("/retrieve", json={"query": long_token, "phase": 1})
     assert response.status_code == 200

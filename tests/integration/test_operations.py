@@ -234,7 +234,8 @@ async def test_database_errors_above_five_percent_take_phase3_out_kill_and_reset
         for response in seen[8:]:
             assert response.status != "disabled" and response.phase == 2
             assert response.fallback_path[0].tier == "phase3"
-            assert response.fallback_path[0].reason == "kill switch: error rate 100.0 % > 5 % over 300 s"
+            assert response.fallback_path[0].reason == (
+                "kill switch: error rate 100.0% > 5.0% over 300 s (phase 3, 8 samples)")
         ks = body["kill_switch"]
         assert ks["state"] == "tripped" and ks["ceiling"] == 2
         assert ks["events"][0]["trigger"] == "error_rate" and ks["events"][0]["window"]["error_rate"] == 1.0
@@ -316,7 +317,8 @@ async def test_slow_database_drops_a_phase_then_disables_then_recovers(
         dropped = await retrieve(client)
         assert dropped.phase == 2
         assert [s.tier for s in dropped.fallback_path] == ["phase3"]  # taken out, and says so
-        assert dropped.fallback_path[0].reason.startswith("kill switch: p95 above 1500 ms")
+        reason = dropped.fallback_path[0].reason
+        assert reason.startswith("kill switch: p95 ") and "> 1500 ms over " in reason and "(phase 3, " in reason, reason
         for _ in range(5):
             assert (await retrieve(client)).phase == 2  # the 6th slow phase-2 sample trips again
         assert await state() == ("tripped", 0)

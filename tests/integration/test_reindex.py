@@ -18,7 +18,7 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from service.settings import PROJECT_ROOT, Settings
-from service.wiring import SEMANTIC_KEY
+from service.state import get_state
 from tests.conftest import post_beside, quiet_flags_file, wait_until_ready
 
 TOKEN = "reindex-test-token-0123456789"
@@ -43,7 +43,9 @@ async def test_full_reindex_re_embeds_every_chunk_and_old_vectors_keep_serving(
         # thread, phase 3 needs only the stored chunk vectors.
         assert before["phase"] == 3 and before["results"][0]["doc_slug"] == "concepts/workspace"
 
-        embedder: Any = app.state[SEMANTIC_KEY].embedder
+        semantic = get_state(app.state).semantic
+        assert semantic is not None
+        embedder: Any = semantic.embedder
         original = embedder.embed_passages
         inside, release = threading.Event(), threading.Event()
 

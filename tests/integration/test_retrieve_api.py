@@ -8,7 +8,7 @@ import pytest
 
 RESULT_FIELDS = {
     "doc_slug", "title", "category", "snippet", "score", "content_hash",
-    "matched_terms", "source", "header_path", "match_explain", "chunk_index", "chunk_hash",
+    "matched_terms", "source", "header_path", "match_explain", "chunk_index", "chunk_hash", "anchor",
 }
 
 
@@ -91,7 +91,7 @@ async def test_control_characters_are_stripped(service_client: Any) -> None:
         ({"query": ""}, "1–500 characters"),
         ({"query": "   \t  "}, "1–500 characters"),
         ({"query": "x" * 501}, "1–500 characters"),
-        ({"query": "home", "category": "calendar"}, "valid categories: concepts, widgets, actions"),
+        ({"query": "home", "category": "calendar"}, "valid categories: actions, concepts, widgets"),
         ({"query": "home", "top_k": 0}, "top_k"),
         ({"query": "home", "top_k": 11}, "top_k"),
         ({"query": "home", "phase": 4}, "phase"),

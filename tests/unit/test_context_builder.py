@@ -21,6 +21,8 @@ from service.context.types import (
     Passage,
     UiState,
     WidgetState,
+    budget_of,
+    section_budget,
 )
 from service.flags import ContextFlags
 from service.ingest.tokens import get_token_counter
@@ -93,7 +95,7 @@ def test_every_section_and_the_total_stay_within_budget(budget: Budget, tokenize
     result = build_context(full_inputs(), budget, count, tokenizer)
     assert [s.name for s in result.sections] == list(SECTION_ORDER)
     for s in result.sections:
-        assert s.budget == budget.for_section(s.name)
+        assert s.budget == section_budget(budget, s.name)
         assert s.tokens == count(s.text) <= s.budget, s.name
     assert result.total_tokens == count(result.text) <= budget.total
     assert result.text == "\n\n".join(s.text for s in result.sections if s.text)
@@ -110,13 +112,13 @@ def test_default_budget_keeps_everything_that_fits() -> None:
 
 def test_budget_from_flags_and_per_request_overrides() -> None:
     flags = ContextFlags(retrieved_docs=900, total=2500)
-    assert Budget.from_flags(flags) == Budget(retrieved_docs=900, total=2500)
-    budget = Budget.from_flags(flags, {"retrieved_docs": 100, "total": None, "max_chunks_per_doc": 1})
+    assert budget_of(flags) == Budget(retrieved_docs=900, total=2500)
+    budget = budget_of(flags, {"retrieved_docs": 100, "total": None, "max_chunks_per_doc": 1})
     assert (budget.retrieved_docs, budget.total, budget.max_chunks_per_doc) == (100, 2500, 1)
     with pytest.raises(ValueError, match="positive"):
-        Budget.from_flags(flags, {"total": 0})
+        budget_of(flags, {"total": 0})
     with pytest.raises(ValueError, match="unknown budget keys: nope"):
-        Budget.from_flags(flags, {"nope": 3})
+        budget_of(flags, {"nope": 3})
 
 
 # --- drop order -----------------------------------------------------------------------

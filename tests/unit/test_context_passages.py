@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from service.api.schemas import RetrievalResult
 from service.context.passages import concepts_of, demote_headings, passages_of
-from service.domain.types import Chunk, Document
+from service.domain.types import Chunk, Document, Evidence
 from service.normalize.lexicon import Synonyms
 from service.scoring.glossary import Concept
 from service.scoring.indexes import build_indexes
@@ -21,10 +20,10 @@ CHUNK = Chunk(
 INDEXES = build_indexes([DOC], [CHUNK], Synonyms())
 
 
-def result(chunk_index: int | None, slug: str = DOC.slug, header: str | None = None) -> RetrievalResult:
-    return RetrievalResult(
+def result(chunk_index: int | None, slug: str = DOC.slug, header: str | None = None) -> Evidence:
+    return Evidence(
         doc_slug=slug, title="Quick Links", category="widgets", snippet="snippet…", score=1.5,
-        content_hash="h", matched_terms=[], source="keyword", header_path=header, chunk_index=chunk_index,
+        content_hash="h", matched_terms=(), source="keyword", header_path=header, chunk_index=chunk_index,
     )
 
 

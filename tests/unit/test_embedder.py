@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.ingest.embedder import Embedder
+from service.embedding.torch_backend import TorchEmbedder as Embedder
 from service.ingest.tokens import ModelNotFoundError
 
 

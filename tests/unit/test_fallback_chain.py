@@ -50,7 +50,7 @@ def _leg(cls: type[SemanticLeg]) -> SemanticLeg:
     async def model() -> str:
         return "m"
 
-    return cls(embedder=None, cache=QueryEmbeddingCache(), pool=lambda: object(), model=model)
+    return cls(embedder=None, cache=QueryEmbeddingCache(16), pool=lambda: object(), model=model)
 
 
 async def test_failing_phase_three_falls_back_to_phase_two_in_the_same_request() -> None:
@@ -101,14 +101,23 @@ async def test_when_every_tier_fails_the_generic_reply_is_given() -> None:
 async def test_disabled_retrieval_answers_200_with_the_generic_reply() -> None:
     pipeline = _pipeline(apply_overrides(Flags(), {"enabled": False}))
     response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
-    assert response.status == "disabled" and response.message == clarify.GENERIC and response.results == []
+    assert response.status == "disabled" and response.message == clarify.GENERIC and response.results == ()
+    assert [(s.tier, s.reason) for s in response.fallback_path] == [
+        (tier, "flags: retrieval disabled") for tier in ("phase3", "phase2", "phase1")
+    ]
 
 
 async def test_operator_phase_caps_the_client_phase() -> None:
     pipeline = _pipeline(apply_overrides(Flags(), {"phase": 1}))
     pipeline.semantic = _leg(BrokenLeg)
     response = await pipeline.run_request(RetrieveParams(query="explain workspace", phase_cap=3))
-    assert response.phase == 1 and response.fallback_path == []
+    # Answered below the caller's phase: the path says the flags capped it.
+    assert response.phase == 1
+    assert [(s.tier, s.reason) for s in response.fallback_path] == [
+        ("phase3", "flags: phase 1"), ("phase2", "flags: phase 1"),
+    ]
+    within = await pipeline.run_request(RetrieveParams(query="explain workspace", phase_cap=1))
+    assert within.phase == 1 and within.fallback_path == ()
 
 
 class NeighbourLeg(SemanticLeg):

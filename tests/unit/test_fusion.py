@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from service.normalize.query_type import detect_query_type
 from service.scoring.fusion import (
     FusedScore,
     FusionMethod,
-    detect_query_type,
     fusion_method,
     min_max_normalise,
     reciprocal_rank_fusion,
@@ -70,8 +70,8 @@ def test_rrf_hand_computed() -> None:
     for key, value in expected.items():
         assert fused[key] == pytest.approx(value)
     # Tie between a and x (both rank 1 in one list): first appearance wins, deterministically.
-    assert list(reciprocal_rank_fusion([["a"], ["x"]])) == ["a", "x"]
-    assert reciprocal_rank_fusion([]) == {}
+    assert list(reciprocal_rank_fusion([["a"], ["x"]], k=60)) == ["a", "x"]
+    assert reciprocal_rank_fusion([], k=60) == {}
 
 
 def test_fusion_method_lookup_lists_valid_names() -> None:

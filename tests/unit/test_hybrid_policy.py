@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from service.decide.hybrid_policy import SemanticThresholds, decide_hybrid
+from service.decide.hybrid_policy import decide_hybrid
+from service.domain.signals import SemanticSignal
 from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery, Option
 from service.flags import load_flags_file
 from service.scoring.fusion import FusionMethod
-from service.scoring.hybrid import SemanticSignal, fuse_evidence
+from service.scoring.hybrid import fuse_evidence, semantic_signal
 from service.scoring.semantic import SemanticHit
 from service.settings import PROJECT_ROOT
 
 # The thresholds the service ships with (flags.yaml `semantic:`), never a copy of them.
-SHIPPED = load_flags_file(PROJECT_ROOT / "flags.yaml").semantic
-T = SemanticThresholds(
-    similarity_floor=SHIPPED.similarity_floor, answer_similarity=SHIPPED.answer_similarity, margin=SHIPPED.margin,
-)
-BELOW_FLOOR = SHIPPED.similarity_floor - 0.1
-BETWEEN = (SHIPPED.similarity_floor + SHIPPED.answer_similarity) / 2  # close, not confident
-CONFIDENT = min(1.0, SHIPPED.answer_similarity + 0.15)
+T = load_flags_file(PROJECT_ROOT / "flags.yaml").semantic
+BELOW_FLOOR = T.similarity_floor - 0.1
+BETWEEN = (T.similarity_floor + T.answer_similarity) / 2  # close, not confident
+CONFIDENT = min(1.0, T.answer_similarity + 0.15)
 Q = NormalizedQuery(raw="how do I find my notes?", tokens=("find", "notes"), phrase="find notes")
 
 
@@ -41,13 +39,13 @@ FUSED = [ev("concepts/notes", 0.9), ev("concepts/workspace", 0.6)]
 
 
 def test_signal_margin_is_against_another_document() -> None:
-    signal = SemanticSignal.of([hit("a/x", 0.7), hit("a/x", 0.69, 1), hit("b/y", 0.6)])
+    signal = semantic_signal([hit("a/x", 0.7), hit("a/x", 0.69, 1), hit("b/y", 0.6)])
     assert signal.top_doc == "a/x" and round(signal.margin, 3) == 0.1
 
 
 def test_keyword_answer_stays_an_answer_with_its_page_first() -> None:
     keyword = Answer(results=(ev("concepts/workspace", 5.0),), confidence=0.8)
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.3, 0.0, None), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=0.3, margin=0.0, top_doc=None), Q, T)
     assert isinstance(decision, Answer) and decision.results[0].doc_slug == "concepts/workspace"
 
 
@@ -55,26 +53,26 @@ def test_keyword_ambiguity_survives_a_confident_neighbour() -> None:
     options = (Option(doc_slug="concepts/workspace", title="W", category="concepts"),
                Option(doc_slug="concepts/notes", title="N", category="concepts"))
     keyword = Clarify(results=(), confidence=0.1, message="Do you mean W or N?", options=options, reason="small_gap")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(0.8, 0.2, "concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=0.8, margin=0.2, top_doc="concepts/notes"), Q, T)
     assert isinstance(decision, Clarify) and decision.message == "Do you mean W or N?"
     assert [e.doc_slug for e in decision.results[:2]] == ["concepts/workspace", "concepts/notes"]
 
 
 def test_confident_neighbour_turns_a_weak_match_into_an_answer() -> None:
     keyword = Clarify(results=(), confidence=0.1, message="weak", options=(), reason="no_title_or_keyword_hit")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(CONFIDENT, SHIPPED.margin + 0.05, "concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=CONFIDENT, margin=T.margin + 0.05, top_doc="concepts/notes"), Q, T)
     assert isinstance(decision, Answer) and decision.reason == "semantic_confident"
 
 
 def test_far_neighbours_are_not_evidence() -> None:
     keyword = NoMatch(message="Which part should I explain?", reason="out_of_domain")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(BELOW_FLOOR, 0.02, "concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=BELOW_FLOOR, margin=0.02, top_doc="concepts/notes"), Q, T)
     assert isinstance(decision, NoMatch) and decision.reason == "below_similarity_floor"
 
 
 def test_plausible_but_unsure_neighbour_asks() -> None:
     keyword = NoMatch(message="Which part should I explain?", reason="no_match")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(BETWEEN, 0.01, "concepts/notes"), Q, T)
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=BETWEEN, margin=0.01, top_doc="concepts/notes"), Q, T)
     assert isinstance(decision, Clarify)
     assert decision.message.startswith("I'm not sure which feature you mean. Are you asking about Notes?")
 
@@ -82,7 +80,7 @@ def test_plausible_but_unsure_neighbour_asks() -> None:
 def test_no_content_words_is_no_match_whatever_the_neighbours() -> None:
     empty = NormalizedQuery(raw="how do I do it", tokens=(), phrase="")
     keyword = NoMatch(message="Which part should I explain?", reason="no_match")
-    assert isinstance(decide_hybrid(FUSED, keyword, SemanticSignal(0.9, 0.5, "x/y"), empty, T), NoMatch)
+    assert isinstance(decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=0.9, margin=0.5, top_doc="x/y"), empty, T), NoMatch)
 
 
 def test_fused_evidence_covers_both_legs_and_explains_weights() -> None:

@@ -95,7 +95,7 @@ def test_error_rate_takes_the_failing_phase_out_and_phases_below_keep_answering(
     feed(ks, clock, "phase3", 2, latency=10, error=True)  # 10 % > 5 %
     assert ks.state == "tripped" and ks.ceiling == 2 and events == ["trip:error_rate"]
     assert ks.effective_phase(FLAGS) == 2
-    assert ks.skip_reason() == "kill switch: error rate 10.0 % > 5 % over 300 s"
+    assert ks.route(FLAGS).reason == "kill switch: error rate 10.0% > 5.0% over 300 s (phase 3, 20 samples)"
     # Phase 2 failing as well takes it out too; phase 1 failing leaves nothing: disabled.
     feed(ks, clock, "phase2", 20, latency=1, error=True)
     assert ks.ceiling == 1 and ks.effective_phase(FLAGS) == 1

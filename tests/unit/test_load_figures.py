@@ -9,8 +9,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from service.bench.stats import percentile
 from service.loadgen import LoadReport, _merge, run_load
+from service.stats import percentile
 
 
 async def _retrieve_server(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[asyncio.Server, int]:

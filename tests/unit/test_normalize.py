@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from service.flags import TypoFlags
 from service.normalize.lexicon import Synonyms, build_lexicon
-from service.normalize.query import TypoSettings, correct_typo, detect_intent, normalize_query
+from service.normalize.query import correct_typo, detect_intent, normalize_query
 from service.normalize.text import apply_phrase_synonyms, clean, lowercase_words, stem_plural
 
 SYNONYMS = Synonyms(
@@ -85,7 +86,7 @@ def test_typo_is_corrected_to_a_known_term_and_reported() -> None:
 
 
 def test_short_and_known_tokens_are_never_corrected() -> None:
-    settings = TypoSettings()
+    settings = TypoFlags()
     assert correct_typo("wrk", LEXICON, settings) is None  # under 4 characters
     assert correct_typo("workspace", LEXICON, settings) is None  # already in the vocabulary
     assert correct_typo("zzzzzzzz", LEXICON, settings) is None  # nothing close enough
@@ -93,7 +94,7 @@ def test_short_and_known_tokens_are_never_corrected() -> None:
 
 def test_very_long_tokens_are_not_fuzzed() -> None:
     long_token = "workspace" * 1000
-    assert correct_typo(long_token, LEXICON, TypoSettings(max_token_length=32)) is None
+    assert correct_typo(long_token, LEXICON, TypoFlags(max_token_length=32)) is None
 
 
 @pytest.mark.parametrize(

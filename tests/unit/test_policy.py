@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from service.decide import clarify
 from service.decide.policy import decide, decide_multi_intent
-from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery, Thresholds
+from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery
+from service.flags import ThresholdFlags
 
-T = Thresholds()  # MIN_SCORE=3, MIN_CONF=0.3, MIN_GAP=2, MIN_MATCHED_TERMS=2
+T = ThresholdFlags().to_thresholds()  # the schema defaults: MIN_SCORE=3, MIN_CONF=0.3, MIN_GAP=2, MIN_MATCHED_TERMS=2
 
 
 def ev(

@@ -42,7 +42,7 @@ def test_lru_evicts_least_recent_and_counts() -> None:
 
 
 def test_cached_vectors_are_read_only_and_whitespace_insensitive() -> None:
-    cache = QueryEmbeddingCache()
+    cache = QueryEmbeddingCache(max_size=1024)
     cache.put("m", "quick  links", np.zeros(2, dtype=np.float32))
     vector = cache.get("m", " quick links ")
     assert vector is not None

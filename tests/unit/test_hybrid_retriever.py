@@ -1,0 +1,105 @@
+"""`python -m service eval` ranks phase 3 with the service's own code: same queries, same figures."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from service.domain.types import Answer, Chunk
+from service.evaluation.command import doc_ranking, hybrid_ranking
+from service.flags import Flags, apply_overrides, load_flags_file
+from service.ingest.chunker import chunk_document
+from service.ingest.markdown import parse_seeds
+from service.normalize.lexicon import load_synonyms
+from service.pipeline import Pipeline, RetrieveParams, TierContext
+from service.scoring.glossary import Glossary
+from service.scoring.semantic import SemanticHit
+from service.settings import PROJECT_ROOT
+
+SEEDS = Path(__file__).resolve().parents[2] / "seeds"
+DOCUMENTS = parse_seeds(SEEDS)
+CHUNKS = [c for d in DOCUMENTS for c in chunk_document(d)]
+FLAGS = load_flags_file(PROJECT_ROOT / "flags.yaml")
+QUERIES = [
+    "how do I add a quick link?",  # semantic
+    '"quick links"',  # exact
+    "workspace widgets",  # mixed
+    "DOC_RETRIEVAL_PHASE",  # exact
+    "notes and calendar",  # multi-intent
+    "explain the weather forecast",  # out of domain
+]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+class OverlapLeg:
+    """A deterministic stand-in for the embedding model: similarity = word overlap."""
+
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> tuple[list[SemanticHit], dict[str, float]]:
+        query = _words(text)
+
+        def similarity(chunk: Chunk) -> float:
+            words = _words(f"{chunk.title} {chunk.header_path} {chunk.content}")
+            return round(len(query & words) / (len(query) or 1) * 0.8, 6)
+
+        ranked = sorted(CHUNKS, key=lambda c: (-similarity(c), c.doc_slug, c.chunk_index))[:top_k]
+        hits = [
+            SemanticHit(
+                chunk_id=c.chunk_id, doc_slug=c.doc_slug, chunk_index=c.chunk_index, category=c.category,
+                title=c.title, header_path=c.header_path, content=c.content, keywords=c.keywords,
+                chunk_hash=c.chunk_hash, similarity=similarity(c),
+            )
+            for c in ranked
+        ]
+        return hits, {"embed_ms": 0.0, "vector_search_ms": 0.0}
+
+
+def _pipeline(flags: Flags) -> Pipeline:
+    pipeline = Pipeline(glossary=Glossary(()), synonyms=load_synonyms(SEEDS / "synonyms.yaml"), flags=lambda: flags)
+    pipeline.load_corpus(DOCUMENTS, CHUNKS, version=1)
+    pipeline.semantic = OverlapLeg()
+    return pipeline
+
+
+def _key(evidence: list[object]) -> list[tuple[object, ...]]:
+    return [(e.doc_slug, e.chunk_index, e.score, e.match_explain) for e in evidence]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"fusion.method": "rrf"},
+        {"fusion.query_type_weights": False, "fusion.weights.default": [0.5, 0.5]},
+    ],
+    ids=["flags.yaml", "rrf", "flat-weights"],
+)
+async def test_eval_ranks_phase_three_exactly_as_the_service_does(overrides: dict[str, object]) -> None:
+    flags = apply_overrides(FLAGS, overrides)
+    pipeline = _pipeline(flags)
+    k = 10  # eval's pool is max(k, candidate_pool): the service's pool
+    assert max(k, flags.retrieval.candidate_pool) == flags.retrieval.candidate_pool
+    for text in QUERIES:
+        query, notes = pipeline.normalise(text, flags)
+        ctx = TierContext(query=query, notes=notes, params=RetrieveParams(query=text), flags=flags, top_k=k)
+        service = await pipeline.phase3(ctx)
+        assert service.candidates is not None
+        evaluated = await hybrid_ranking(pipeline, query, notes, flags, k)
+        assert evaluated, text
+        assert _key(evaluated) == _key(service.candidates.fused), text
+        assert doc_ranking(evaluated, k) == doc_ranking(service.candidates.fused, k), text
+        if isinstance(service.decision, Answer) and service.decision.reason != "multi_intent":
+            # The decision reorders (the answered page first); it never rescores.
+            assert sorted(_key(list(service.decision.results))) == sorted(_key(service.candidates.fused)), text
+
+
+async def test_query_type_is_detected_once_and_picks_the_weights() -> None:
+    pipeline = _pipeline(FLAGS)
+    query, _ = pipeline.normalise('"quick links"', FLAGS)
+    assert query.query_type == "exact"
+    candidates = await pipeline.hybrid().retrieve(query, FLAGS)
+    assert candidates.query_type == "exact" and candidates.weights == FLAGS.fusion.weights.exact
