@@ -20,7 +20,8 @@ cannot state are documented in prose and enforced with a 400: `query` is
 whitespace collapsing (`POST /retrieve`, `POST /context`); runtime flag
 overrides must leave the flags consistent as a whole (`PUT /admin/flags`,
 e.g. `retrieval.default_top_k` <= `retrieval.max_top_k`); posted golden YAML
-must be a golden file (`POST /admin/replay`). For those operations 400 is an
+must be a golden file (`POST /admin/replay`); a `category` must be one of the
+served corpus's own (`GET /documents`). For those operations 400 is an
 expected status of `positive_data_acceptance` (configured per operation) and
 `rejection_is_justified` asserts that every 400 for schema-valid data is for
 exactly that rule, re-checked with the service's own code.
@@ -79,7 +80,8 @@ CONFIG = schemathesis.Config.from_dict({
          "checks": {"positive_data_acceptance": {"expected-statuses": [
              "2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]}}}
         for path, method in (("/retrieve", "POST"), ("/context", "POST"),
-                             ("/admin/flags", "PUT"), ("/admin/replay", "POST"))
+                             ("/admin/flags", "PUT"), ("/admin/replay", "POST"),
+                             ("/documents", "GET"))
     ],
 })
 
