@@ -192,6 +192,12 @@ def _add_eval(sub: SubParsers) -> None:
     command.add_parser(sub)
 
 
+def _add_export_goldens(sub: SubParsers) -> None:
+    from service.feedback import command
+
+    command.add_parser(sub)
+
+
 def _add_bench(sub: SubParsers) -> None:
     from service.bench import command
 
@@ -206,6 +212,7 @@ COMMANDS: dict[str, Registrar] = {
     "eval": _add_eval,
     "bench": _add_bench,
     "load": _add_load,
+    "export-goldens": _add_export_goldens,
     # "eval": ..., "bench": ...  (added by later issues)
 }
 

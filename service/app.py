@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
@@ -10,9 +10,21 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ControllerRouterHandler
 
-from service.api import admin, admin_index, console, context, documents, health, ops, retrieve
+from service.api import (
+    admin,
+    admin_index,
+    console,
+    context,
+    curations,
+    documents,
+    health,
+    ops,
+    retrieve,
+    review,
+)
 from service.api.body import require_json_body
 from service.api.errors import EXCEPTION_HANDLERS
+from service.api.feedback import feedback_router
 from service.api.openapi import (
     StrictStructSchemaPlugin,
     publish_flag_limits,
@@ -20,14 +32,22 @@ from service.api.openapi import (
     swagger_asset,
 )
 from service.api.retrieve import PIPELINE_KEY
+from service.curation.curator import CURATOR_KEY, Curator
+from service.curation.store import CurationStore
 from service.db.migrate import latest_version
+from service.feedback.service import FEEDBACK_KEY, Feedback, build_feedback
 from service.flags import Flags
 from service.ingest.seeder import Chunker, default_chunker
 from service.lifespan import lifespan
 from service.operations import OPS_KEY, Operations, build_operations
 from service.settings import Settings
-from service.state import STATE_KEY, AppState
+from service.state import STATE_KEY, AppState, CorpusSnapshot
 from service.wiring import build_pipeline
+
+if TYPE_CHECKING:
+    from service.domain.outcome import Outcome
+    from service.domain.types import NormalizedQuery
+    from service.pipeline import Pipeline
 
 MAX_BODY_BYTES = 16 * 1024  # a query is at most a few hundred characters
 
@@ -43,6 +63,8 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
         expected_migration=latest_version(settings.migrations_dir),
     )
     pipeline, _semantic = build_pipeline(st, operations)
+    feedback = _connect_feedback(st, operations, pipeline)
+    curator = _connect_curations(st, pipeline)
     cors = (
         CORSConfig(allow_origins=list(settings.cors_allow_origins))
         if settings.cors_allow_origins
@@ -54,9 +76,11 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
                         *cast("list[ControllerRouterHandler]", retrieve.ROUTES),
                         *cast("list[ControllerRouterHandler]", context.ROUTES),
                         *cast("list[ControllerRouterHandler]", documents.ROUTES),
-                        *cast("list[ControllerRouterHandler]", console.ROUTES)],
+                        *cast("list[ControllerRouterHandler]", console.ROUTES),
+                        *review.ROUTES, *curations.ROUTES, feedback_router(flags.feedback.rate_limit_per_minute)],
         lifespan=[lifespan],
-        state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, OPS_KEY: operations}),
+        state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, OPS_KEY: operations,
+                     FEEDBACK_KEY: feedback, CURATOR_KEY: curator}),
         openapi_config=OpenAPIConfig(
             title="Documentation retrieval service", version="0.1.0", path="/schema",
             render_plugins=render_plugins(),
@@ -89,3 +113,37 @@ def _connect_operations(st: AppState, operations: Operations, app: Litestar) -> 
     operations.store.on_change = on_change
     st.on_pool_ready.append(start)
     st.on_shutdown.append(stop)
+
+
+def _connect_feedback(st: AppState, operations: Operations, pipeline: Pipeline) -> Feedback:
+    """The query log follows every answered request; its writer runs while the pool does."""
+    feedback = build_feedback(
+        lambda: st.pool, operations.store.flags, operations.telemetry.meter_provider,
+        lambda: [d.slug for d in st.corpus.documents],
+    )
+
+    def on_query(query: NormalizedQuery, response: Outcome, reason: str, tier: str,
+                 stats: dict[str, float | int]) -> None:
+        feedback.observe(query, response, reason=reason, tier=tier, stats=stats)
+
+    async def start(_dsn: str) -> None:
+        feedback.writer.start()
+
+    pipeline.on_query = on_query
+    st.on_pool_ready.append(start)
+    st.on_shutdown.append(feedback.writer.stop)
+    return feedback
+
+
+def _connect_curations(st: AppState, pipeline: Pipeline) -> Curator:
+    """Curations follow the store (LISTEN/NOTIFY) and check pages against each corpus load."""
+    curator = Curator(CurationStore())
+
+    async def on_corpus(snapshot: CorpusSnapshot) -> None:
+        curator.load_corpus(snapshot.documents, snapshot.chunks)
+
+    pipeline.curate = curator
+    st.on_corpus_loaded.append(on_corpus)
+    st.on_pool_ready.append(curator.store.start)
+    st.on_shutdown.append(curator.store.stop)
+    return curator

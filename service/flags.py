@@ -240,6 +240,41 @@ class SeedingFlags(_Flags, frozen=True):
     ignore: tuple[Annotated[str, msgspec.Meta(min_length=1)], ...] = ()
 
 
+class QueryLogFlags(_Flags, frozen=True):
+    """The query log in PostgreSQL (service/feedback/log_writer.py), written off the request path."""
+
+    enabled: bool = True
+    store_text: bool = True
+    """False: the query text is never stored (tokens, decision and evidence still are)."""
+    queue_size: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 10_000
+    batch_size: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 500
+    flush_interval_ms: Annotated[int, msgspec.Meta(ge=10, le=60_000)] = 1000
+    retention_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] = 30
+    retention_rows: Annotated[int, msgspec.Meta(ge=100, le=100_000_000)] = 1_000_000
+
+
+class FeedbackFlags(_Flags, frozen=True):
+    rate_limit_per_minute: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 30
+    """Per client address; read at start-up (the middleware is built with the app)."""
+    max_comment_chars: Annotated[int, msgspec.Meta(ge=0, le=2000)] = 1000
+
+
+class ReviewFlags(_Flags, frozen=True):
+    sample_size: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 20
+    period: Literal["day", "week"] = "week"
+
+
+class InsightsFlags(_Flags, frozen=True):
+    """The seed plan's Phase Triggers; the plan names 70 % and leaves the rest to us."""
+
+    keyword_match_rate_min: Fraction = 0.70
+    typo_failure_rate_max: Fraction = 0.10
+    reviewed_precision_min: Fraction = 0.80
+    question_failure_rate_max: Fraction = 0.25
+    question_match_rate_min: Fraction = 0.70
+    min_samples: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 20
+
+
 class Flags(_Flags, frozen=True):
     enabled: bool = True
     phase: Phase = 3
@@ -255,6 +290,10 @@ class Flags(_Flags, frozen=True):
     kill_switch: KillSwitchFlags = KillSwitchFlags()
     context: ContextFlags = ContextFlags()
     seeding: SeedingFlags = SeedingFlags()
+    query_log: QueryLogFlags = QueryLogFlags()
+    feedback: FeedbackFlags = FeedbackFlags()
+    review: ReviewFlags = ReviewFlags()
+    insights: InsightsFlags = InsightsFlags()
 
     def __post_init__(self) -> None:
         # HNSW returns at most ef_search neighbours: a larger pool could not fill.

@@ -94,6 +94,9 @@ class TierContext:
 TierFn = Callable[[TierContext], Awaitable[TierOutcome]]
 TierHook = Callable[[Tier, TierContext], Awaitable[None]]
 Router = Callable[[Flags], Route]
+Curate = Callable[[NormalizedQuery, Decision], tuple[Decision, list[str]]]
+QueryObserver = Callable[[NormalizedQuery, Outcome, str, str, dict[str, float | int]], None]
+"""(query, outcome, decision reason, tier, tier stats) of one answered request."""
 
 
 class PhaseRecorder(Protocol):
@@ -162,6 +165,10 @@ class Pipeline:
         self.anchors: Mapping[tuple[str, int], str] = {}
         """(doc_slug, chunk_index) → the chunk's heading anchor, for evidence."""
         self.semantic: SemanticSearch | None = None
+        self.curate: Curate | None = None
+        """Operator pins and hides (service/curation); returns the decision and provenance lines."""
+        self.on_query: QueryObserver | None = None
+        """Gets every answered request (the query log); must not block or raise."""
         # Normalises queries while no corpus is loaded (stopwords and synonyms only).
         self.empty_lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=synonyms)
 
@@ -329,12 +336,22 @@ class Pipeline:
                 kinds.append((name, kind))
                 if span is not None and self.telemetry is not None:
                     self.telemetry.mark_error(span, kind)
+        if answered is not None and self.curate is not None:
+            # Operator curations (service/curation): after retrieval, before the response;
+            # each one that changed the answer is named in fallback_path.
+            curated, curation_notes = self.curate(query, answered.decision)
+            if curation_notes:
+                answered = TierOutcome(answered.tier, answered.phase, curated, answered.stats)
+                fallback.extend(FallbackStep(tier=Tier.curation, reason=note) for note in curation_notes)
         with self._span("decide") as span:
             outcome = with_anchors(_outcome(answered, ctx, tuple(fallback), request_id, started), self.anchors)
             if span is not None:
                 span.set_attribute("retrieval.decision", outcome.status)
         if observe:
             _log_query(query, outcome, self._trace_id())
+            if self.on_query is not None:
+                self.on_query(query, outcome, outcome.reason or "all_tiers_failed",
+                              outcome.tier.value, outcome.stats)
         return outcome, kinds
 
     def _call(self, name: Tier, tier: TierFn, ctx: TierContext) -> Awaitable[TierOutcome]:

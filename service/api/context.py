@@ -34,6 +34,7 @@ from service.context.types import (
     budget_of,
 )
 from service.domain.types import Base
+from service.feedback.records import ENDPOINT
 from service.ingest.tokens import get_token_counter, model_name_for
 
 MAX_MESSAGES = 5
@@ -140,6 +141,7 @@ async def context(
     overrides = msgspec.structs.asdict(data.budget) if data.budget else None
     pipeline = pipeline_of(state)
     budget = budget_of(pipeline.flags().context, overrides)
+    ENDPOINT.set("context")  # the query log tells /context calls from /retrieve ones
     outcome = await pipeline.run_request(params)
     ui, widgets, messages = _inputs(data)
     inputs = ContextInputs(

@@ -62,9 +62,11 @@ _DESCRIPTIONS = {
     401: "Missing or malformed Authorization header",
     403: "Wrong admin token, or admin disabled",
     404: "Not found",
+    409: "Conflict with the current state (e.g. a duplicate)",
     413: "Request body too large",
     415: "Unsupported media type",
     422: "Request understood but rejected",
+    429: "Too many requests: retry after `Retry-After` seconds",
     503: "Not ready yet",
 }
 

@@ -458,6 +458,7 @@
 
   function setToken(token, message) {
     state.token = token || null;
+    operatorPanels(state.token);
     for (const b of document.querySelectorAll("[data-admin]")) b.disabled = !state.token;
     $("token-status").textContent = message;
     if (!state.token) { state.flags = []; state.flagsAvailable = null; }
@@ -534,6 +535,170 @@
     }
   }
 
+
+  // ---------------------------------------------------------------- operator loop
+  // Review queue, insights (with a rate chart) and curations (service/feedback, service/curation).
+  const RATE_LINES = [["keyword_match_rate", "--p1"], ["clarify_rate", "--p2"], ["no_match_rate", "--p3"]];
+  const opState = { insights: null };
+
+  function emptyRow(id, cols, text) {
+    $(id).replaceChildren(el("tr", {}, el("td", { colspan: String(cols), class: "empty", text })));
+  }
+
+  async function loadReview(event) {
+    if (event) event.preventDefault();
+    if (!state.token) return;
+    const day = $("review-period").value;
+    const res = await api("GET", "/admin/review" + (day ? "?period=" + encodeURIComponent(day) : ""), undefined, true);
+    if (!res.ok) { $("review-status").textContent = errorText(res); return; }
+    const d = res.data;
+    $("review-status").textContent = d.items.length + " of " + d.size + " sampled, " + d.period + " from "
+      + d.start.slice(0, 10) + " (seed " + d.seed + ")";
+    if (!d.items.length) { emptyRow("review-body", 6, "No answered queries in this period."); return; }
+    $("review-body").replaceChildren(...d.items.map(reviewRow));
+  }
+
+  function reviewRow(item) {
+    const evidence = el("ol", { class: "evidence" }, ...(item.results || []).map((r) =>
+      el("li", {}, el("code", { text: r.doc_slug }), r.header_path ? " › " + r.header_path : "", " (" + fmt(r.score, 3) + ")")));
+    const feedback = (item.feedback || []).map((f) => f.verdict + (f.expected_slug ? " → " + f.expected_slug : "")).join(", ") || "–";
+    const review = item.review ? item.review.verdict + (item.review.expected_slug ? " → " + item.review.expected_slug : "")
+      + " by " + item.review.reviewer + " (" + item.reviews + ")" : "–";
+    const slug = el("input", { "aria-label": "Page it should be", placeholder: "should be page…", class: "slug" });
+    const mark = (verdict, body) => el("button", { type: "button", "data-admin": true, text: verdict,
+      onclick: () => postReview(item.request_id, body || { verdict }) });
+    return el("tr", { "data-request-id": item.request_id },
+      el("td", { text: item.query === null ? "(text not stored)" : item.query }),
+      el("td", { text: item.status + " · phase " + item.phase + " · " + fmt(item.confidence, 2) }),
+      el("td", {}, evidence), el("td", { text: feedback }), el("td", { class: "review-state", text: review }),
+      el("td", { class: "mark" }, mark("right"), mark("wrong"), slug,
+        el("button", { type: "button", "data-admin": true, text: "should be",
+          onclick: () => postReview(item.request_id, { verdict: "should_be", expected_slug: slug.value.trim() }) })));
+  }
+
+  async function postReview(requestId, body) {
+    const res = await api("POST", "/admin/review/" + encodeURIComponent(requestId), body, true);
+    if (res.ok) await loadReview();  // the row shows the review now in force
+    $("review-status").textContent = res.ok ? "Reviewed " + requestId.slice(0, 12) + ": " + body.verdict : errorText(res);
+  }
+
+  async function loadInsights(event) {
+    if (event) event.preventDefault();
+    if (!state.token) return;
+    const res = await api("GET", "/admin/insights?window=" + $("insights-window").value, undefined, true);
+    if (!res.ok) { $("insights-status").textContent = errorText(res); return; }
+    const d = res.data;
+    opState.insights = d;
+    $("insights-status").textContent = d.counts.queries + " queries from " + d.start.slice(0, 16).replace("T", " ")
+      + " UTC; log: " + d.log.written + " written, " + d.log.queued + " queued, dropped " + JSON.stringify(d.log.dropped);
+    const rows = Object.entries(d.rates).map(([name, r]) =>
+      el("tr", {}, el("th", { scope: "row", text: name.replaceAll("_", " ") }), el("td", { text: pct(r.rate) }),
+        el("td", { text: r.count + " / " + r.of })));
+    for (const p of d.latency_by_phase) {
+      rows.push(el("tr", {}, el("th", { scope: "row", text: "latency phase " + p.phase + " (p50 / p95 ms)" }),
+        el("td", { text: fmt(p.p50_ms, 2) + " / " + fmt(p.p95_ms, 2) }), el("td", { text: p.n + " queries" })));
+    }
+    $("insights-body").replaceChildren(...rows);
+    $("insights-triggers").replaceChildren(...d.triggers.map((t) => el("li", {
+      class: t.fired ? "fired" : "", text: "phase " + t.phase + ": " + t.text })));
+    drawInsights();
+  }
+
+  function drawInsights() {
+    const canvas = $("insights-chart");
+    const points = (opState.insights && opState.insights.series) || [];
+    const ratio = window.devicePixelRatio || 1;
+    const width = canvas.clientWidth || 560;
+    const height = canvas.clientHeight || 180;
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    const css = getComputedStyle(document.documentElement);
+    const colour = (name) => css.getPropertyValue(name).trim() || "#888";
+    const pad = { l: 42, r: 8, t: 8, b: 16 };
+    const plotW = width - pad.l - pad.r;
+    const plotH = height - pad.t - pad.b;
+    ctx.strokeStyle = colour("--line");
+    ctx.fillStyle = colour("--muted");
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.lineWidth = 1;
+    for (let i = 0; i <= 4; i++) {
+      const y = pad.t + plotH - (plotH * i) / 4;
+      ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(width - pad.r, y); ctx.stroke();
+      ctx.fillText(25 * i + " %", 4, y + 4);
+    }
+    ctx.fillText(points.length + " buckets", pad.l + 4, height - 3);
+    for (const [key, colourName] of RATE_LINES) {
+      ctx.strokeStyle = colour(colourName);
+      ctx.fillStyle = colour(colourName);
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      let started = false;
+      points.forEach((point, i) => {
+        const v = point[key];
+        if (v === null || v === undefined) { started = false; return; }
+        const x = pad.l + (points.length > 1 ? (plotW * i) / (points.length - 1) : plotW / 2);
+        const y = pad.t + plotH - plotH * v;
+        if (started) ctx.lineTo(x, y); else { ctx.moveTo(x, y); started = true; }
+        ctx.fillRect(x - 2, y - 2, 4, 4);
+      });
+      ctx.stroke();
+    }
+    const last = points[points.length - 1];
+    canvas.setAttribute("aria-label", last ? "rates over " + points.length + " buckets; latest keyword match "
+      + pct(last.keyword_match_rate) + ", clarify " + pct(last.clarify_rate) + ", no match " + pct(last.no_match_rate)
+      : "keyword match, clarify and no-match rates over the window; no data yet");
+  }
+
+  async function loadCurations() {
+    if (!state.token) return;
+    const res = await api("GET", "/admin/curations", undefined, true);
+    if (!res.ok) { $("curations-status").textContent = errorText(res); return; }
+    const items = res.data.curations;
+    if (!items.length) { emptyRow("curations-body", 7, "No curations."); return; }
+    $("curations-body").replaceChildren(...items.map((c) => el("tr", { class: c.stale ? "stale" : "" },
+      el("td", { text: "#" + c.id }), el("td", { text: c.match }), el("td", {}, el("code", { text: c.phrase })),
+      el("td", { text: c.action + (c.stale ? " (stale: " + c.stale_reason + ")" : "") }),
+      el("td", { text: c.doc_slug + (c.header_path ? " › " + c.header_path : "") }),
+      el("td", { text: c.created_by + " " + c.created_at.slice(0, 16).replace("T", " ") }),
+      el("td", {}, el("button", { type: "button", "data-admin": true, text: "Remove",
+        onclick: () => removeCuration(c.id) })))));
+  }
+
+  async function addCuration(event) {
+    event.preventDefault();
+    const body = { query: $("curation-query").value, match: $("curation-match").value,
+      action: $("curation-action").value, doc_slug: $("curation-slug").value.trim() };
+    const section = $("curation-section").value.trim();
+    if (section) body.header_path = section;
+    const res = await api("POST", "/admin/curations", body, true);
+    if (res.ok) await loadCurations();
+    $("curations-status").textContent = res.ok ? "Added curation #" + res.data.id + " ('" + res.data.phrase + "')" : errorText(res);
+  }
+
+  async function removeCuration(id) {
+    const res = await api("DELETE", "/admin/curations/" + id, undefined, true);
+    await loadCurations();
+    $("curations-status").textContent = res.ok ? "Removed curation #" + id : errorText(res);
+  }
+
+  function operatorPanels(token) {
+    if (!token) {
+      emptyRow("review-body", 6, "Enter the admin token to load the sample.");
+      emptyRow("insights-body", 3, "Enter the admin token to load the figures.");
+      emptyRow("curations-body", 7, "Enter the admin token to load the curations.");
+      $("insights-triggers").replaceChildren(el("li", { class: "empty", text: "none" }));
+      opState.insights = null;
+      drawInsights();
+      return;
+    }
+    loadReview();
+    loadInsights();
+    loadCurations();
+  }
+
   // ---------------------------------------------------------------- wiring
   function tick() {
     if ($("auto-refresh").checked && state.token) refreshFlags();
@@ -557,6 +722,10 @@
     });
     $("reset").addEventListener("click", () => adminAction("POST", "/admin/reset", undefined, "kill switch reset"));
     $("auto-refresh").addEventListener("change", tick);
+    $("review-form").addEventListener("submit", loadReview);
+    $("insights-form").addEventListener("submit", loadInsights);
+    $("curation-form").addEventListener("submit", addCuration);
+    window.addEventListener("resize", drawInsights);
     window.addEventListener("resize", drawChart);
     setToken(null, "");
     drawChart();

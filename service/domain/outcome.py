@@ -26,6 +26,8 @@ class Tier(StrEnum):
     """The Tier-1 cache: glossary answers to explain-type questions (phase 0)."""
     generic = "generic"
     """No tier answered (or retrieval is disabled): the generic reply."""
+    curation = "curation"
+    """An operator's pin or hide changed the answer (named in fallback_path, never answers alone)."""
 
     @property
     def phase(self) -> int:
@@ -39,7 +41,9 @@ class Tier(StrEnum):
 
 MAX_PHASE = 3
 
-PHASE_OF_TIER: dict[Tier, int] = {Tier.phase3: 3, Tier.phase2: 2, Tier.phase1: 1, Tier.cache: 0, Tier.generic: 0}
+PHASE_OF_TIER: dict[Tier, int] = {
+    Tier.phase3: 3, Tier.phase2: 2, Tier.phase1: 1, Tier.cache: 0, Tier.generic: 0, Tier.curation: 0,
+}
 
 
 class FallbackStep(Base, frozen=True):

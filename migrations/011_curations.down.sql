@@ -1,0 +1,2 @@
+drop table if exists curation_audit;
+drop table if exists curations;

@@ -1,0 +1,1 @@
+"""Curations: operator pins and hides per normalised query, applied to every replica's answers."""

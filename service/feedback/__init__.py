@@ -1,0 +1,1 @@
+"""The operator's loop: query log, feedback, review queue, golden export, insights."""
