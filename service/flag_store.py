@@ -15,8 +15,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -27,6 +25,7 @@ from typing import Any, Literal
 import asyncpg
 import msgspec
 
+from service.db.listener import KEEPALIVE_S, ChangeListener
 from service.flags import (
     FlagError,
     Flags,
@@ -40,10 +39,6 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "flags_changed"
 Source = Literal["file", "env", "override", "kill_switch"]
-KEEPALIVE_S = 5.0
-STOP_TIMEOUT_S = 10.0
-BACKOFF_START_S = 0.1
-BACKOFF_MAX_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -73,17 +68,10 @@ class FlagStore:
         """Stored overrides the current schema refuses (kept in the DB, not applied)."""
         self.current = self.base
         self.on_change = on_change
-        self.keepalive_s = keepalive_s
         self.last_sync: float | None = None
         """Wall time of the last full read of `flag_overrides`."""
         self.syncs = 0
-        self.listener_connected = False
-        self.listener_pid: int | None = None
-        """Server pid of the LISTEN connection (diagnostics and tests)."""
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
-        self._retry = asyncio.Event()
-        self._dirty = False
+        self.listener = ChangeListener(CHANNEL, self.load, name="flag", keepalive_s=keepalive_s)
 
     # -- the request path -----------------------------------------------------
     def flags(self) -> Flags:
@@ -195,91 +183,25 @@ class FlagStore:
             for r in rows
         ]
 
-    # -- LISTEN / NOTIFY --------------------------------------------------------
+    # -- LISTEN / NOTIFY (service/db/listener.py) -------------------------------
     async def start(self, dsn: str) -> None:
-        """Load the overrides now, then keep listening in the background."""
-        try:
-            conn = await asyncpg.connect(dsn, timeout=10)
-            try:
-                await self.load(conn)
-            finally:
-                await conn.close()
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as err:
-            # Serve with file + env for now; the listener resynchronises when it connects.
-            log.warning("could not load flag overrides at start-up: %s", err)
-        if self._task is None:
-            self._task = asyncio.create_task(self._listen_forever(dsn), name="flag-listener")
+        """Load the overrides now (file + env serve until then), then keep listening."""
+        await self.listener.start(dsn)
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            # Bounded: shutdown must finish even if the listener ignored the cancel.
-            done, _ = await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
-            if not done:
-                log.error("flag listener did not stop within %.0f s", STOP_TIMEOUT_S)
+        await self.listener.stop()
 
     def resubscribe(self) -> None:
-        """The database is back (e.g. restarted): reconnect now, not after the back-off."""
-        self._retry.set()
-        self._wake.set()
+        self.listener.resubscribe()
 
-    def _on_notify(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
-        self._dirty = True
-        self._wake.set()
+    @property
+    def listener_connected(self) -> bool:
+        return self.listener.connected
 
-    def _on_lost(self, _conn: Any) -> None:
-        self._wake.set()
-
-    async def _listen_forever(self, dsn: str) -> None:
-        delay = BACKOFF_START_S
-        while True:
-            conn: Any = None
-            try:
-                conn = await asyncpg.connect(dsn, timeout=10)
-                conn.add_termination_listener(self._on_lost)
-                await conn.add_listener(CHANNEL, self._on_notify)
-                self.listener_pid = conn.get_server_pid()
-                # Resynchronise: anything changed while we were not listening.
-                self._dirty = False
-                await self.load(conn)
-                self.listener_connected = True
-                delay = BACKOFF_START_S
-                await self._serve(conn)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # lost or refused: reconnect with back-off
-                if self.listener_connected:
-                    log.warning("flag listener lost its connection (%s); reconnecting",
-                                type(err).__name__)
-                else:
-                    log.debug("flag listener cannot connect: %s", err)
-            finally:
-                self.listener_connected = False
-                if conn is not None:
-                    conn.terminate()
-            self._retry.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await self._retry.wait()
-            delay = min(delay * 2, BACKOFF_MAX_S)
-
-    async def _serve(self, conn: Any) -> None:
-        while True:
-            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
-            # cancel that arrives as the event is set (a NOTIFY during shutdown),
-            # and this loop would then never end.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.keepalive_s):
-                    await self._wake.wait()
-            self._wake.clear()
-            if conn.is_closed():
-                raise ConnectionError("LISTEN connection closed")
-            if self._dirty:
-                self._dirty = False
-                await asyncio.wait_for(self.load(conn), self.keepalive_s)
-            else:
-                await conn.fetchval("select 1", timeout=self.keepalive_s)
+    @property
+    def listener_pid(self) -> int | None:
+        """Server pid of the LISTEN connection (diagnostics and tests)."""
+        return self.listener.server_pid
 
     # -- reporting --------------------------------------------------------------
     def sources(self) -> dict[str, Source]:

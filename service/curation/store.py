@@ -9,8 +9,6 @@ reads `active` (an attribute, no I/O).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 from typing import Any
@@ -19,14 +17,11 @@ import asyncpg
 import msgspec
 
 from service.curation.rules import Action, Curation, Match
+from service.db.listener import KEEPALIVE_S, ChangeListener
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "curations_changed"
-KEEPALIVE_S = 5.0
-BACKOFF_START_S = 0.1
-BACKOFF_MAX_S = 5.0
-STOP_TIMEOUT_S = 10.0
 _COLUMNS = "id, match, phrase, query, action, doc_slug, header_path, note, created_by, created_at"
 
 
@@ -43,12 +38,8 @@ def _curation(row: asyncpg.Record) -> Curation:
 class CurationStore:
     def __init__(self, *, keepalive_s: float = KEEPALIVE_S) -> None:
         self.active: tuple[Curation, ...] = ()
-        self.keepalive_s = keepalive_s
-        self.listener_connected = False
         self.syncs = 0
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
-        self._dirty = False
+        self.listener = ChangeListener(CHANNEL, self.load, name="curation", keepalive_s=keepalive_s)
 
     # -- database -------------------------------------------------------------
     async def load(self, conn: Any) -> None:
@@ -103,69 +94,16 @@ class CurationStore:
         return [{"curation_id": r["curation_id"], "action": r["action"], "curation": json.loads(r["curation"]),
                  "actor": r["actor"], "at": r["at"].isoformat()} for r in rows]
 
-    # -- LISTEN / NOTIFY --------------------------------------------------------
+    # -- LISTEN / NOTIFY (service/db/listener.py) -------------------------------
     async def start(self, dsn: str) -> None:
-        try:
-            conn = await asyncpg.connect(dsn, timeout=10)
-            try:
-                await self.load(conn)
-            finally:
-                await conn.close()
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as err:
-            log.warning("could not load curations at start-up: %s", err)
-        if self._task is None:
-            self._task = asyncio.create_task(self._listen_forever(dsn), name="curation-listener")
+        await self.listener.start(dsn)
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            done, _ = await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
-            if not done:
-                log.error("curation listener did not stop within %.0f s", STOP_TIMEOUT_S)
+        await self.listener.stop()
 
-    def _on_notify(self, *_args: Any) -> None:
-        self._dirty = True
-        self._wake.set()
+    def resubscribe(self) -> None:
+        self.listener.resubscribe()
 
-    def _on_lost(self, _conn: Any) -> None:
-        self._wake.set()
-
-    async def _listen_forever(self, dsn: str) -> None:
-        delay = BACKOFF_START_S
-        while True:
-            conn: Any = None
-            try:
-                conn = await asyncpg.connect(dsn, timeout=10)
-                conn.add_termination_listener(self._on_lost)
-                await conn.add_listener(CHANNEL, self._on_notify)
-                self._dirty = False
-                await self.load(conn)  # resynchronise: anything changed while away
-                self.listener_connected = True
-                delay = BACKOFF_START_S
-                await self._serve(conn)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # lost or refused: reconnect with back-off
-                log.debug("curation listener: %s", err)
-            finally:
-                self.listener_connected = False
-                if conn is not None:
-                    conn.terminate()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, BACKOFF_MAX_S)
-
-    async def _serve(self, conn: Any) -> None:
-        while True:
-            # asyncio.timeout, not wait_for (see flag_store: a cancel racing a NOTIFY).
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.keepalive_s):
-                    await self._wake.wait()
-            self._wake.clear()
-            if conn.is_closed():
-                raise ConnectionError("LISTEN connection closed")
-            if self._dirty:
-                self._dirty = False
-                await asyncio.wait_for(self.load(conn), self.keepalive_s)
-            else:
-                await conn.fetchval("select 1", timeout=self.keepalive_s)
+    @property
+    def listener_connected(self) -> bool:
+        return self.listener.connected
