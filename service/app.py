@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
-from litestar.types import ControllerRouterHandler
+from litestar.plugins.opentelemetry import (
+    OpenTelemetryConfig,
+    OpenTelemetryInstrumentationMiddleware,
+)
+from litestar.types import ASGIApp, ControllerRouterHandler, Receive, Scope, Send
 
 from service.api import (
     admin,
@@ -90,10 +94,49 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
         exception_handlers=EXCEPTION_HANDLERS,
         cors_config=cors,
         plugins=[StrictStructSchemaPlugin()],  # additionalProperties: false where enforced
+        # Litestar moves this one outermost (around the exception handlers).
+        middleware=[_http_instrumentation(operations).middleware] if settings.http_telemetry else [],
     )
     publish_flag_limits(app, flags)
     _connect_operations(st, operations, app)
     return app
+
+
+class _RouteTemplate:
+    """What OpenTelemetry's ASGI metrics read for the `http_target` label (the shape
+    FastAPI puts in the scope): the route template, so `/documents/{slug:str}` is one
+    series rather than one per page."""
+
+    def __init__(self, path_format: str) -> None:
+        self.path_format = path_format
+
+
+class _RoutedTelemetryMiddleware(OpenTelemetryInstrumentationMiddleware):
+    """Litestar's OpenTelemetry middleware, telling the instrumentation the matched route."""
+
+    def __init__(self, app: ASGIApp, config: OpenTelemetryConfig) -> None:
+        async def routed(scope: Scope, receive: Receive, send: Send) -> None:
+            try:
+                await app(scope, receive, send)
+            finally:
+                template = cast("dict[str, Any]", scope).get("path_template")
+                if template:
+                    cast("dict[str, Any]", scope)["route"] = _RouteTemplate(template)
+
+        super().__init__(app=routed, config=config)
+
+
+def _http_instrumentation(operations: Operations) -> OpenTelemetryConfig:
+    """OpenTelemetry's ASGI instrumentation on the app's own providers: a server span per
+    request (parent of the pipeline's and asyncpg's spans) and `http_server_duration_*`
+    by route template, method and status, 4xx/413/5xx included (it wraps the whole app)."""
+    telemetry = operations.telemetry
+    telemetry.instrument_database()
+    return OpenTelemetryConfig(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider,
+        exclude_spans=["receive", "send"],  # one span per request, not one per ASGI message
+        middleware_class=_RoutedTelemetryMiddleware,
+    )
 
 
 def _connect_operations(st: AppState, operations: Operations, app: Litestar) -> None:

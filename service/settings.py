@@ -47,6 +47,9 @@ class Settings:
     graceful_shutdown_seconds: float = 20.0
     access_log: bool = False
     """uvicorn's per-request access log (the per-query JSON log is always on)."""
+    http_telemetry: bool = True
+    """OpenTelemetry's ASGI and asyncpg instrumentations (per-route metrics, server and
+    database spans); off only to measure their cost (`bench --telemetry`)."""
 
     def with_overrides(self, **changes: Any) -> Settings:
         """Copy with CLI overrides; None values mean "not given"."""
@@ -127,4 +130,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         ),
         graceful_shutdown_seconds=_float(env, "GRACEFUL_SHUTDOWN_SECONDS"),
         access_log=_bool(env, "ACCESS_LOG"),
+        http_telemetry=_bool(env, "HTTP_TELEMETRY"),
     )

@@ -18,6 +18,9 @@ Instruments (Prometheus names in brackets):
   matched / queries: queries whose keyword leg scored above 0)
 
 Spans: `retrieve` (root) → `normalise`, `tier.<name>` per tier tried, `decide`.
+With the HTTP instrumentation (app.py) each request's server span is their parent,
+asyncpg's instrumentation adds a span per database call, and `/metrics` gains
+`http_server_duration_milliseconds_*` per route template, method and status code.
 """
 
 from __future__ import annotations
@@ -93,6 +96,16 @@ class Telemetry:
         self._attrs: dict[tuple[int, str], dict[str, Any]] = {}
 
     # -- traces -----------------------------------------------------------------
+    def instrument_database(self) -> None:
+        """Spans for asyncpg calls. The instrumentation patches asyncpg for the whole
+        process, so the first app's tracer provider gets them (one app per process
+        in production; test processes that host several apps share it)."""
+        from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
+
+        instrumentor = AsyncPGInstrumentor()  # type: ignore[no-untyped-call]
+        if not instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.instrument(tracer_provider=self.tracer_provider)
+
     @contextlib.contextmanager
     def span(self, name: str) -> Iterator[Span]:
         with self.tracer.start_as_current_span(name, record_exception=False,

@@ -380,6 +380,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--quick", action="store_true", help="fewer repetitions, 10k only, 2 s per HTTP level")
     p.add_argument("--out", type=Path, default=Path("bench/results"))
     p.add_argument("--no-http", action="store_true")
+    p.add_argument("--telemetry", action="store_true",
+                   help="only the cost of the HTTP and database instrumentation (on vs off, alternating)")
     p.add_argument("--embedding", action="store_true",
                    help="only the embedding backends: cosine to torch, query batches, chunks/s, RSS")
     p.set_defaults(handler=run)
@@ -389,12 +391,25 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     flags = load_flags(settings.flags_file)
     if args.embedding:
         return run_embedding(args, settings, flags)
+    if args.telemetry:
+        return run_telemetry(args, settings)
     data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     local = settings.with_overrides(data_dir=data_dir / "pg")
     results: dict[str, Any] = run_with_database(local, lambda dsn: in_process(dsn, settings, flags, args.quick))
     if not args.no_http:
         results["http"] = asyncio.run(http_bench(2.0 if args.quick else 10.0, [1, 16, 64]))
     print(write_outputs(args.out, results, args.quick))
+    return 0
+
+
+def run_telemetry(args: argparse.Namespace, settings: Settings) -> int:
+    from service.bench.telemetry import overhead, write
+
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
+    local = settings.with_overrides(data_dir=data_dir / "pg")
+    queries = golden_queries()
+    result = run_with_database(local, lambda dsn: overhead(dsn, settings, queries, 3 if args.quick else 10))
+    print(write(args.out, result))
     return 0
 
 

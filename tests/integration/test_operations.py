@@ -8,6 +8,7 @@ on the service's own pool, a killed LISTEN backend.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -426,3 +427,59 @@ async def test_metrics_and_trace_id_in_query_log(db_url: str, fixture_seeds: Pat
         assert 'retrieval_latency_ms_count{phase="2",status="answer"' in text
         assert "keyword_queries_total" in text and "keyword_matched_queries_total" in text
         assert 'retrieval_decisions_total{decision="answer"' in text
+
+
+async def test_metrics_count_requests_per_route_and_status_including_client_errors(
+    db_url: str, fixture_seeds: Path
+) -> None:
+    """The ASGI instrumentation sees every response, the ones Litestar refuses before
+    a handler runs (413, 415) included, labelled by route template and status code."""
+    async with running(db_url, fixture_seeds) as client:
+        await retrieve(client, "explain workspace", phase=2)
+        assert (await client.post("/retrieve", json={"query": ""})).status_code == 400
+        too_big = await client.post("/retrieve", content=b'{"query": "' + b"x" * 20_000 + b'"}',
+                                    headers={"content-type": "application/json"})
+        assert too_big.status_code == 413
+        assert (await client.get("/documents/no-such-page")).status_code == 404
+        text = (await client.get("/metrics")).text
+    counts: dict[tuple[str, str, str], float] = {}
+    for line in text.splitlines():
+        if line.startswith("http_server_duration_milliseconds_count{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+            key = (labels["http_method"], labels.get("http_target", ""), labels["http_status_code"])
+            counts[key] = float(line.rsplit(" ", 1)[1])
+    assert counts[("POST", "/retrieve", "200")] == 1
+    assert counts[("POST", "/retrieve", "400")] == 1
+    assert counts[("POST", "/retrieve", "413")] == 1
+    # One series per route template, not one per page asked for.
+    assert counts[("GET", "/documents/{slug}", "404")] == 1
+
+
+async def test_traces_have_a_server_span_per_request_with_database_spans_inside(
+    db_url: str, fixture_seeds: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from service.operations import OPS_KEY
+
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_on")  # no exporter configured: sampling is off otherwise
+    # asyncpg's instrumentation is process-wide and bound to the first app's provider:
+    # start this test's app unbound so its provider gets the database spans.
+    AsyncPGInstrumentor().uninstrument()  # type: ignore[no-untyped-call]
+    try:
+        async with running(db_url, fixture_seeds) as client:
+            exporter = InMemorySpanExporter()
+            client.app.state[OPS_KEY].telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+            await put_flags(client, {"retrieval.default_top_k": 4})
+            spans = exporter.get_finished_spans()
+    finally:
+        AsyncPGInstrumentor().uninstrument()  # type: ignore[no-untyped-call]
+    server = next(s for s in spans if s.kind == SpanKind.SERVER and "/admin/flags" in s.name)
+    assert server.attributes is not None and server.attributes.get("http.status_code") == 200
+    assert server.context is not None
+    database = [s for s in spans if s.attributes and s.attributes.get("db.system") == "postgresql"
+                and s.context is not None and s.context.trace_id == server.context.trace_id]
+    assert database, [s.name for s in spans]
