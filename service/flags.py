@@ -255,7 +255,7 @@ class QueryLogFlags(_Flags, frozen=True):
 
 class FeedbackFlags(_Flags, frozen=True):
     rate_limit_per_minute: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 30
-    """Per client address; read at start-up (the middleware is built with the app)."""
+    """Per client address and minute (a runtime change applies to the next request)."""
     max_comment_chars: Annotated[int, msgspec.Meta(ge=0, le=2000)] = 1000
 
 

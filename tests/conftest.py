@@ -209,18 +209,25 @@ LOGSEQ_READY_TIMEOUT_S = 1200.0
 
 
 @pytest.fixture(scope="session")
-async def logseq_client(pg_server: PgServer) -> AsyncIterator[Any]:
-    """One real app seeded with Logseq's documentation (tests/corpora/logseq-docs), read-only."""
+async def logseq_dsn(pg_server: PgServer) -> AsyncIterator[str]:
+    """The session's database for Logseq's documentation; `logseq_client` seeds and embeds it."""
+    name = await _create_database(pg_server)
+    yield pg_server.dsn(name)
+    await _drop_database(pg_server, name)
+
+
+@pytest.fixture(scope="session")
+async def logseq_client(logseq_dsn: str) -> AsyncIterator[Any]:
+    """One real app seeded with Logseq's documentation (tests/corpora/logseq-docs), read-only:
+    a later replica on `logseq_dsn` with the same SEEDS_DIR finds everything unchanged."""
     from litestar.testing import AsyncTestClient
 
     from service.app import create_app
 
-    name = await _create_database(pg_server)
-    settings = app_settings(pg_server.dsn(name), LOGSEQ_DOCS)
+    settings = app_settings(logseq_dsn, LOGSEQ_DOCS)
     async with AsyncTestClient(app=create_app(settings), timeout=60) as client:
         await wait_until_ready(client, timeout_s=LOGSEQ_READY_TIMEOUT_S)
         yield client
-    await _drop_database(pg_server, name)
 
 
 @pytest.fixture

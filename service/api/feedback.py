@@ -17,6 +17,7 @@ from litestar.datastructures import State
 from litestar.exceptions import ClientException, NotFoundException, ServiceUnavailableException
 from litestar.middleware.rate_limit import CacheObject, RateLimitConfig, RateLimitMiddleware
 from litestar.params import JSONBody
+from litestar.types import Receive, Scope, Send
 
 from service.api.body import strict_required
 from service.api.errors import client_errors
@@ -98,7 +99,13 @@ async def feedback(
 
 
 class _RateLimit(RateLimitMiddleware):
-    """Litestar's limiter, plus `Retry-After` (it sends only the RateLimit-* draft headers)."""
+    """Litestar's limiter, plus `Retry-After` (it sends only the RateLimit-* draft headers),
+    with its limit read from the runtime flags on each request (a flag change applies at once)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        feedback: Feedback = scope["litestar_app"].state[FEEDBACK_KEY]
+        self.max_requests = feedback.flags().feedback.rate_limit_per_minute
+        await super().__call__(scope, receive, send)
 
     def create_response_headers(self, cache_object: CacheObject) -> dict[str, str]:
         headers = super().create_response_headers(cache_object)
@@ -108,7 +115,8 @@ class _RateLimit(RateLimitMiddleware):
 
 
 def feedback_router(per_minute: int) -> Router:
-    """The route behind its own limiter (so /retrieve is never rate-limited by it)."""
+    """The route behind its own limiter (so /retrieve is never rate-limited by it);
+    `per_minute` is the start-up value, the flag's current one applies per request."""
     config = RateLimitConfig(rate_limit=("minute", per_minute), middleware_class=_RateLimit,
                              store="feedback_rate_limit")
     return Router(path="/", route_handlers=[feedback], middleware=[config.middleware])

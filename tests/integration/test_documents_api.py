@@ -141,11 +141,15 @@ READY_TIMEOUT_S = 900
 
 
 @pytest.mark.slow
-def test_serve_with_seeds_dir_pointing_at_logseq_docs(tmp_path: Path) -> None:
-    """`SEEDS_DIR=tests/corpora/logseq-docs python -m service serve` becomes ready with every page."""
+def test_serve_with_seeds_dir_pointing_at_logseq_docs(tmp_path: Path, logseq_client: Any, logseq_dsn: str) -> None:
+    """`SEEDS_DIR=tests/corpora/logseq-docs python -m service serve` becomes ready with every page.
+
+    It joins the database `logseq_client` seeded, as a second replica would: its own
+    seed finds every page unchanged and every vector present, so the suite embeds
+    the corpus once (the embedded-server path of `serve` is tested in test_serve.py)."""
     port, log = free_port(), tmp_path / "serve.log"
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
-    env.update(SEEDS_DIR=str(LOGSEQ_DOCS), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.update(SEEDS_DIR=str(LOGSEQ_DOCS), DATABASE_URL=logseq_dsn, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with log.open("ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--port", str(port), "--data-dir", str(tmp_path / "pg")],
@@ -154,6 +158,7 @@ def test_serve_with_seeds_dir_pointing_at_logseq_docs(tmp_path: Path) -> None:
     try:
         ready = _wait_ready(proc, port, log)
         assert ready["documents"] == 238 and ready["semantic_ready"] is True
+        assert "embeddings: 0 embedded, 714 reused" in log.read_text()
         response = httpx.post(f"http://127.0.0.1:{port}/retrieve", json={"query": "how do I undo a change?"})
         assert response.json()["results"][0]["doc_slug"] == "undo-and-redo"
     finally:

@@ -222,6 +222,10 @@ async def test_feedback_is_rate_limited_per_client_with_retry_after(
         assert limited.json()["error"]
         # Retrieval is not behind the feedback limiter.
         assert (await client.post("/retrieve", json={"query": "home"})).status_code == 200
+        # An operator raising the limit at run time lets the same client through at once.
+        raised = await client.put("/admin/flags", json={"feedback.rate_limit_per_minute": 10}, headers=AUTH)
+        assert raised.status_code == 200, raised.text
+        assert (await send_feedback(client, request_id=rid, verdict="helpful")).status_code == 200
 
 
 # -- review queue ---------------------------------------------------------------------------
