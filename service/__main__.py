@@ -192,6 +192,12 @@ def _add_eval(sub: SubParsers) -> None:
     command.add_parser(sub)
 
 
+def _add_eval_kinds(sub: SubParsers) -> None:
+    from service.evaluation import kinds
+
+    kinds.add_parser(sub)
+
+
 def _add_export_goldens(sub: SubParsers) -> None:
     from service.feedback import command
 
@@ -210,6 +216,7 @@ COMMANDS: dict[str, Registrar] = {
     "seed": _add_seed,
     "replay": _add_replay,
     "eval": _add_eval,
+    "eval-kinds": _add_eval_kinds,
     "bench": _add_bench,
     "load": _add_load,
     "export-goldens": _add_export_goldens,

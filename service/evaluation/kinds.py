@@ -1,0 +1,306 @@
+"""`python -m service eval-kinds --queries FILE [--phase 1|2|3|all] [--json F] [--set flag=value ...]`.
+
+Ranking quality per query kind on a labelled query set (bench/queries/*.yaml,
+format: labelled.py): for every answerable case (keyword, question,
+paraphrase, typo, multi-intent) and every phase, the page ranking the service
+computes, scored against the case's `pages`:
+
+- top-1: the first page is one of `pages`;
+- top-3: one of the first three pages is;
+- MRR@10: 1 / rank of the first such page within the first ten (0 beyond).
+
+Reported per kind and split (dev / test, `split_of`). Out-of-domain and
+ambiguous cases have no single right page: they measure the decision
+(`eval-decisions`), not the ranking, and are left out here.
+
+The corpus is the set's `corpus` (seed: SEEDS_DIR; logseq-docs:
+tests/corpora/logseq-docs; `--seeds-dir` overrides), indexed into its own
+database `eval_kinds_<corpus>` with the seeder's parser and chunker and the
+service's indexer (vectors cached on disk like `eval`). Phases run through
+the same parts as `eval`: the keyword indexes (phases 1-2) and
+`Pipeline.hybrid()` (phase 3), documents ranked by their best chunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from service.evaluation.labelled import KINDS, SPLITS, LabelledQuery, QuerySetError, load_query_set
+from service.flags import FlagError, Flags, apply_overrides, load_flags
+from service.settings import PROJECT_ROOT, Settings
+
+RANKED_KINDS = ("keyword", "question", "paraphrase", "typo", "multi_intent")
+DEPTH = 10
+CORPORA: Mapping[str, Path] = {"logseq-docs": PROJECT_ROOT / "tests" / "corpora" / "logseq-docs"}
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class KindScore:
+    """One kind on one split for one phase."""
+
+    cases: int
+    top1: float
+    top3: float
+    mrr10: float
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"cases": self.cases, "top1": round(self.top1, 4), "top3": round(self.top3, 4),
+                "mrr@10": round(self.mrr10, 4)}
+
+
+def first_relevant_rank(ranking: Sequence[str], pages: Iterable[str], depth: int = DEPTH) -> int | None:
+    """1-based rank of the first page in `pages` within `depth`, else None."""
+    wanted = set(pages)
+    for rank, slug in enumerate(ranking[:depth], start=1):
+        if slug in wanted:
+            return rank
+    return None
+
+
+def score_kind(ranks: Sequence[int | None]) -> KindScore:
+    n = len(ranks)
+    if n == 0:
+        return KindScore(0, 0.0, 0.0, 0.0)
+    return KindScore(
+        cases=n,
+        top1=sum(r == 1 for r in ranks) / n,
+        top3=sum(r is not None and r <= 3 for r in ranks) / n,
+        mrr10=sum(1.0 / r for r in ranks if r is not None) / n,
+    )
+
+
+def ranked_cases(cases: Sequence[LabelledQuery]) -> list[LabelledQuery]:
+    return [c for c in cases if c.kind in RANKED_KINDS and c.pages]
+
+
+def summarise(
+    cases: Sequence[LabelledQuery], rankings: Mapping[str, Sequence[str]]
+) -> dict[str, dict[str, KindScore]]:
+    """{split: {kind: score}} plus an `all` kind, over the cases that have a ranking."""
+    out: dict[str, dict[str, KindScore]] = {}
+    for split in SPLITS:
+        per_kind: dict[str, list[int | None]] = {}
+        for case in cases:
+            if case.split != split or case.id not in rankings:
+                continue
+            rank = first_relevant_rank(rankings[case.id], case.pages)
+            per_kind.setdefault(case.kind, []).append(rank)
+        table = {kind: score_kind(per_kind[kind]) for kind in KINDS if kind in per_kind}
+        table["all"] = score_kind([r for ranks in per_kind.values() for r in ranks])
+        out[split] = table
+    return out
+
+
+def page_ranking(slugs: Iterable[str], depth: int = DEPTH) -> list[str]:
+    """Distinct pages in order of their best chunk."""
+    out: list[str] = []
+    for slug in slugs:
+        if slug not in out:
+            out.append(slug)
+            if len(out) == depth:
+                break
+    return out
+
+
+class KindSession:
+    """One corpus indexed and loaded: rank any case at any phase under any flags."""
+
+    def __init__(self, pipeline: Any, pool: Any, embedder: Any) -> None:
+        self.pipeline = pipeline
+        self.pool = pool
+        self.embedder = embedder
+
+    async def rank(self, text: str, flags: Flags, phase: int) -> list[str]:
+        pipeline = self.pipeline
+        query, notes = pipeline.normalise(text, flags)
+        indexes = pipeline.require_indexes()
+        if phase == 1:
+            evidence = indexes.documents.search(query.tokens, limit=DEPTH, lexical=flags.lexical)
+        elif phase == 2:
+            evidence = indexes.chunks.search(query.tokens, limit=len(indexes.chunks.units), lexical=flags.lexical)
+        else:
+            evidence = (await pipeline.hybrid().retrieve(query, flags, notes=notes)).fused
+        return page_ranking(e.doc_slug for e in evidence)
+
+    async def rankings(
+        self, cases: Sequence[LabelledQuery], flags: Flags, phase: int
+    ) -> dict[str, list[str]]:
+        return {case.id: await self.rank(case.query, flags, phase) for case in cases}
+
+
+async def open_session(
+    admin_dsn: str, settings: Settings, flags: Flags, seeds_dir: Path, corpus: str, embedder: Any = None,
+) -> tuple[KindSession, Any]:
+    """Index `seeds_dir` into `eval_kinds_<corpus>`; returns the session and its pool (close it)."""
+    from service.db.pool import create_pool
+    from service.evaluation.command import database_name, load_cached_embedder, prepare_database, store_corpus
+    from service.ingest.indexer import index_embeddings
+    from service.ingest.seeder import SeedOptions, default_chunker, prepare
+    from service.normalize.lexicon import load_synonyms
+    from service.pipeline import Pipeline, SemanticLeg
+    from service.scoring.glossary import Glossary, load_glossary
+    from service.scoring.semantic import QueryEmbeddingCache
+
+    name = database_name(f"kinds_{corpus}")
+    dsn = await prepare_database(admin_dsn, name, settings.migrations_dir)
+    docs, chunks, _ = prepare(seeds_dir, default_chunker(flags.chunking.max_tokens), SeedOptions.from_flags(flags))
+    pool = await create_pool(dsn, min_size=1, max_size=4)
+    try:
+        await store_corpus(pool, docs, chunks)
+        glossary_file = seeds_dir / "core_concepts.yaml"
+        glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
+        pipeline = Pipeline(glossary=glossary, synonyms=load_synonyms(seeds_dir / "synonyms.yaml"),
+                            flags=lambda: flags)
+        pipeline.load_corpus(docs, chunks, 1)
+        if embedder is None:
+            embedder = load_cached_embedder(settings, flags.embedding.backend)
+        report = await index_embeddings(pool, embedder, batch_size=flags.embedding.batch_size,
+                                        progress=lambda line: say(f"embedding: {line}"))
+        say(f"{corpus}: {len(docs)} pages, {len(chunks)} chunks; {report.embedded} embedded, {report.reused} kept")
+        await index_representations_if_any(pool, embedder, docs, chunks, flags)
+
+        async def model() -> str | None:
+            return str(embedder.model_name)
+
+        pipeline.semantic = SemanticLeg(
+            embedder=embedder, cache=QueryEmbeddingCache(flags.embedding.query_cache_size),
+            pool=lambda: pool, model=model,
+        )
+    except BaseException:
+        await pool.close()
+        raise
+    return KindSession(pipeline, pool, embedder), pool
+
+
+async def index_representations_if_any(pool: Any, embedder: Any, docs: Any, chunks: Any, flags: Flags) -> None:
+    """Hook for the representation vectors (scoring/representations.py) once they exist."""
+    return None
+
+
+def corpus_dir(corpus: str, settings: Settings, override: Path | None) -> Path:
+    if override is not None:
+        return override
+    return CORPORA.get(corpus, settings.seeds_dir)
+
+
+async def run_kinds(
+    admin_dsn: str, settings: Settings, flags: Flags, cases: Sequence[LabelledQuery], corpus: str,
+    seeds_dir: Path, phases: Sequence[int],
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    session, pool = await open_session(admin_dsn, settings, flags, seeds_dir, corpus)
+    try:
+        wanted = ranked_cases(cases)
+        results: dict[str, Any] = {"corpus": corpus, "phases": {}}
+        for phase in phases:
+            t0 = time.perf_counter()
+            rankings = await session.rankings(wanted, flags, phase)
+            say(f"phase {phase}: {len(wanted)} queries in {time.perf_counter() - t0:.1f}s")
+            results["phases"][str(phase)] = summarise(wanted, rankings)
+    finally:
+        await pool.close()
+    say(f"eval-kinds finished in {time.perf_counter() - started:.0f}s")
+    return results
+
+
+def format_kinds(results: Mapping[str, Any]) -> str:
+    """One markdown table: phase × kind rows, dev and test columns."""
+    lines = [
+        "| phase | kind | dev n | dev top-1 | dev top-3 | dev MRR@10 | test n | test top-1 | test top-3 | test MRR@10 |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for phase, table in results["phases"].items():
+        kinds = [k for k in (*RANKED_KINDS, "all") if any(k in table[s] for s in SPLITS)]
+        for kind in kinds:
+            cells = []
+            for split in SPLITS:
+                score = table[split].get(kind)
+                if score is None:
+                    cells.append("0 | - | - | -")
+                else:
+                    cells.append(f"{score.cases} | {score.top1:.1%} | {score.top3:.1%} | {score.mrr10:.3f}")
+            lines.append(f"| {phase} | {kind} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def to_json(results: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "corpus": results["corpus"],
+        "phases": {
+            phase: {split: {kind: s.as_dict() for kind, s in kinds.items()} for split, kinds in table.items()}
+            for phase, table in results["phases"].items()
+        },
+    }
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """`key=value` pairs; values are YAML (numbers, lists, booleans)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise FlagError(f"--set {item!r}: expected flag=value")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "eval-kinds", help="ranking quality per query kind on a labelled query set",
+        description="Index the query set's corpus into its own database (eval_kinds_<corpus>), rank every "
+        "answerable case per phase and print top-1, top-3 and MRR@10 per kind on the dev and test splits.",
+    )
+    p.add_argument("--queries", type=Path, required=True, help="labelled query set (bench/queries/*.yaml)")
+    p.add_argument("--phase", choices=("1", "2", "3", "all"), default="all")
+    p.add_argument("--seeds-dir", type=Path, help="corpus directory (default: from the set's `corpus`)")
+    p.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
+                   help="flag override for this run (repeatable), e.g. --set fusion.method=rrf")
+    p.add_argument("--json", type=Path, help="also write the table as JSON to this file")
+    p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db.server import run_with_database
+
+    settings = settings.with_overrides(data_dir=args.data_dir)
+    try:
+        cases = load_query_set(args.queries)
+        corpus = _corpus_of(args.queries)
+        flags = apply_overrides(load_flags(settings.flags_file), parse_overrides(args.set), "--set")
+    except (QuerySetError, FlagError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    seeds_dir = corpus_dir(corpus, settings, args.seeds_dir)
+    if not seeds_dir.is_dir():
+        print(f"error: corpus directory not found: {seeds_dir} (pass --seeds-dir)", file=sys.stderr)
+        return 2
+    phases = [1, 2, 3] if args.phase == "all" else [int(args.phase)]
+    results = run_with_database(settings, lambda dsn: run_kinds(dsn, settings, flags, cases, corpus, seeds_dir, phases))
+    print(f"{args.queries} (corpus {corpus}, {seeds_dir})")
+    print(format_kinds(results))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(to_json(results), indent=2) + "\n", encoding="utf-8")
+        say(f"wrote {args.json}")
+    return 0
+
+
+def _corpus_of(path: Path) -> str:
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return str(data.get("corpus", "seed")) if isinstance(data, dict) else "seed"
