@@ -25,6 +25,9 @@ NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
 Weight = Annotated[float, msgspec.Meta(ge=0, le=1)]
 
+RepresentationKind = Literal["body", "section", "page"]
+"""What a chunk vector embeds (service/ingest/representations.py)."""
+
 MAX_TOP_K_LIMIT = 100
 """Hard ceiling of `retrieval.max_top_k` (a response of more pages is no navigation)."""
 
@@ -107,8 +110,12 @@ class SemanticFlags(_Flags, frozen=True):
     answer_similarity: Fraction = 0.55
     margin: Fraction = 0.04
     ef_search: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 64
+    representations: tuple[RepresentationKind, ...] = ("body",)
+    """Vector kinds embedded and searched; a chunk scores by its best one (issue 19)."""
 
     def __post_init__(self) -> None:
+        if "body" not in self.representations:
+            raise ValueError("`semantic.representations` must include `body` (a model serves once every body is embedded)")
         # Below the floor a neighbour is no evidence, so an answer threshold under
         # it could never be met by evidence.
         self._require(self.similarity_floor <= self.answer_similarity,

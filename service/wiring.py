@@ -105,7 +105,10 @@ async def ensure_embeddings(st: AppState, pipeline: Pipeline, status: SemanticSt
         status.indexing = True
         # Documents may go to an embedding server (EMBEDDING_REMOTE_URL); queries stay local.
         async with document_embedder(embedder, st.flags.embedding) as (documents, batch_size):
-            report = await index_embeddings(st.pool, documents, batch_size=batch_size, progress=log.info)
+            report = await index_embeddings(
+                st.pool, documents, batch_size=batch_size, progress=log.info,
+                kinds=st.flags.semantic.representations,
+            )
         status.last_index = report
         status.serving_model = await active_model(st.pool, embedder.model_name)
         status.error = None

@@ -21,4 +21,6 @@ async def embed_corpus(pool: Any, settings: Settings, flags: Flags) -> IndexRepo
         load_embedder, flags.embedding.backend, settings.embedding_model, onnx_cache_dir(settings.data_dir)
     )
     async with document_embedder(local, flags.embedding) as (documents, batch_size):
-        return await index_embeddings(pool, documents, batch_size=batch_size, progress=log.info)
+        return await index_embeddings(
+            pool, documents, batch_size=batch_size, progress=log.info, kinds=flags.semantic.representations,
+        )

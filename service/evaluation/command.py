@@ -183,7 +183,7 @@ async def run_eval(
         if 3 in phases:
             report = await index_embeddings(
                 pool, embedder, batch_size=flags.embedding.batch_size,
-                progress=lambda line: say(f"embedding: {line}"),
+                progress=lambda line: say(f"embedding: {line}"), kinds=flags.semantic.representations,
             )
             say(f"embeddings: {report.embedded} embedded, {report.reused} already in {name} "
                 f"({embedder.store.hits} from the disk cache)")

@@ -144,7 +144,12 @@ async def open_session(
 ) -> tuple[KindSession, Any]:
     """Index `seeds_dir` into `eval_kinds_<corpus>`; returns the session and its pool (close it)."""
     from service.db.pool import create_pool
-    from service.evaluation.command import database_name, load_cached_embedder, prepare_database, store_corpus
+    from service.evaluation.command import (
+        database_name,
+        load_cached_embedder,
+        prepare_database,
+        store_corpus,
+    )
     from service.ingest.indexer import index_embeddings
     from service.ingest.seeder import SeedOptions, default_chunker, prepare
     from service.normalize.lexicon import load_synonyms
@@ -166,9 +171,9 @@ async def open_session(
         if embedder is None:
             embedder = load_cached_embedder(settings, flags.embedding.backend)
         report = await index_embeddings(pool, embedder, batch_size=flags.embedding.batch_size,
-                                        progress=lambda line: say(f"embedding: {line}"))
+                                        progress=lambda line: say(f"embedding: {line}"),
+                                        kinds=flags.semantic.representations)
         say(f"{corpus}: {len(docs)} pages, {len(chunks)} chunks; {report.embedded} embedded, {report.reused} kept")
-        await index_representations_if_any(pool, embedder, docs, chunks, flags)
 
         async def model() -> str | None:
             return str(embedder.model_name)
@@ -181,11 +186,6 @@ async def open_session(
         await pool.close()
         raise
     return KindSession(pipeline, pool, embedder), pool
-
-
-async def index_representations_if_any(pool: Any, embedder: Any, docs: Any, chunks: Any, flags: Flags) -> None:
-    """Hook for the representation vectors (scoring/representations.py) once they exist."""
-    return None
 
 
 def corpus_dir(corpus: str, settings: Settings, override: Path | None) -> Path:

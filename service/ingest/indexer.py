@@ -1,20 +1,20 @@
-"""Incremental embedding of chunks into `chunk_embeddings` (issue 5).
+"""Incremental embedding of chunks into `chunk_embeddings` (issues 5, 19).
 
-Only chunks without a current vector for the embedder's model are embedded:
-no row for (chunk_id, model), or a row whose `chunk_hash` (content) or
-`input_hash` (header path + content, the exact model input) differs from the
-chunk's current one. A model change therefore embeds everything for the new
+Each chunk has one vector per representation kind (ingest/representations.py:
+body, section, page). Only representations without a current vector for the
+embedder's model are embedded: no row for (chunk_id, model, kind), or a row
+whose `chunk_hash` (content) or `input_hash` (the exact model input, its kind
+included) differs from the chunk's current one. A model change therefore embeds everything for the new
 model, while the old model's rows stay and keep serving (`active_model`) until
 the new set is complete.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +22,17 @@ import numpy.typing as npt
 from service.db.vectors import vector_literal
 from service.domain.types import Base
 from service.ingest.model_thread import on_model_thread
+from service.ingest.representations import (
+    EMBEDDING_INPUT_VERSION,
+    REPRESENTATION_KINDS,
+    Representation,
+    RepresentationKind,
+    input_hash,
+    passage_context,
+    representations,
+)
+
+__all__ = ["EMBEDDING_INPUT_VERSION", "IndexReport", "active_model", "index_embeddings", "input_hash", "passage_context"]
 
 log = logging.getLogger(__name__)
 
@@ -56,42 +67,70 @@ class IndexReport(Base, frozen=True):
         return self.embedded / self.seconds if self.seconds > 0 else 0.0
 
 
-def passage_context(header_path: str | None, title: str) -> str:
-    """The context an embedded chunk carries: its breadcrumb (which starts with
-    the document title), or the title when the chunk has no breadcrumb."""
-    return header_path or title
-
-
-# Bump when the way passages are turned into model input changes (context
-# format, windowing): every stored vector then no longer matches and is
-# re-embedded on the next indexing run (the "schema version bump" trigger).
-EMBEDDING_INPUT_VERSION = 1
-
-
-def input_hash(context: str, content: str) -> str:
-    """MD5 of the exact model input and its format version, so a renamed heading
-    or a new input format also re-embeds."""
-    return hashlib.md5(f"v{EMBEDDING_INPUT_VERSION}\n{context}\n{content}".encode()).hexdigest()
-
-
 _PENDING_SQL = """
-    select c.id, c.chunk_hash, coalesce(c.header_path, '') as header_path, c.title, c.content,
-           e.chunk_hash as e_chunk_hash, e.input_hash as e_input_hash, e.dim as e_dim
+    select c.id, c.chunk_hash, c.chunk_index, coalesce(c.header_path, '') as header_path, c.title, c.content,
+           d.summary, first.content as page_opening
     from docs_knowledge_chunks c
-    left join chunk_embeddings e on e.chunk_id = c.id and e.model = $1
+    left join docs_knowledge d on d.slug = c.doc_slug
+    left join docs_knowledge_chunks first on first.doc_slug = c.doc_slug and first.chunk_index = 0
     order by c.doc_slug, c.chunk_index
+"""
+
+_STORED_SQL = """
+    select chunk_id, kind, chunk_hash, input_hash, dim from chunk_embeddings where model = $1
 """
 
 # Inserted only if the chunk still exists (a concurrent re-seed may delete it).
 _UPSERT_SQL = """
-    insert into chunk_embeddings (chunk_id, model, dim, chunk_hash, input_hash, embedding)
-    select $1, $2, $3, $4, $5, $6::text::vector
+    insert into chunk_embeddings (chunk_id, model, dim, chunk_hash, input_hash, embedding, kind)
+    select $1, $2, $3, $4, $5, $6::text::vector, $7
     where exists (select 1 from docs_knowledge_chunks where id = $1)
-    on conflict (chunk_id, model) do update
+    on conflict (chunk_id, model, kind) do update
        set dim = excluded.dim, chunk_hash = excluded.chunk_hash,
            input_hash = excluded.input_hash, embedding = excluded.embedding,
            created_at = now()
 """
+
+# A representation the chunk no longer has (its first sentence vanished, it is
+# no longer its page's first chunk): its vector would score a stale text.
+_DELETE_SQL = "delete from chunk_embeddings where chunk_id = $1 and model = $2 and kind = $3"
+
+
+class _Pending(NamedTuple):
+    chunk_id: Any
+    chunk_hash: str
+    rep: Representation
+
+
+def pending_representations(
+    rows: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, Any]], dim: int,
+    kinds: Sequence[RepresentationKind] = REPRESENTATION_KINDS,
+) -> tuple[list[_Pending], list[tuple[Any, str]], int]:
+    """(to embed, (chunk_id, kind) to delete, how many are current) for one model.
+
+    A vector is current when its chunk content hash, its input hash (the exact
+    model input, the kind included) and its dimension all match."""
+    have = {(row["chunk_id"], row["kind"]): row for row in stored}
+    todo: list[_Pending] = []
+    wanted: set[tuple[Any, str]] = set()
+    for row in rows:
+        reps = representations(
+            title=row["title"], header_path=row["header_path"], content=row["content"],
+            chunk_index=row["chunk_index"], summary=row["summary"] or "", page_opening=row["page_opening"] or "",
+        )
+        for rep in reps:
+            if rep.kind not in kinds:
+                continue
+            key = (row["id"], rep.kind)
+            wanted.add(key)
+            old = have.get(key)
+            if not (old is not None and old["chunk_hash"] == row["chunk_hash"]
+                    and old["input_hash"] == rep.input_hash and old["dim"] == dim):
+                todo.append(_Pending(row["id"], row["chunk_hash"], rep))
+    chunk_ids = {row["id"] for row in rows}
+    # Rows of deleted chunks go with them (on delete cascade): only the chunk's own stale kinds here.
+    stale = [key for key in have if key not in wanted and key[0] in chunk_ids and key[1] in kinds]
+    return todo, stale, len(wanted) - len(todo)
 
 
 async def index_embeddings(
@@ -99,29 +138,28 @@ async def index_embeddings(
     embedder: PassageEmbedder | AsyncPassageEmbedder,
     batch_size: int = 64,
     progress: Progress | None = None,
+    kinds: Sequence[RepresentationKind] = ("body",),
 ) -> IndexReport:
-    """Embed every chunk that lacks a current vector for `embedder.model_name`."""
+    """Embed every representation (of `kinds`) that lacks a current vector for
+    `embedder.model_name`; counts are vectors (one per chunk with bodies only).
+    Vectors of kinds not asked for are left alone (a flag flip back reuses them)."""
     started = time.perf_counter()
     model, dim = embedder.model_name, embedder.dim
-    rows = await pool.fetch(_PENDING_SQL, model)
-    todo: list[tuple[Any, str, str, str, str]] = []  # id, chunk_hash, input hash, context, text
-    for row in rows:
-        context = passage_context(row["header_path"], row["title"])
-        wanted = input_hash(context, row["content"])
-        current = (
-            row["e_chunk_hash"] == row["chunk_hash"]
-            and row["e_input_hash"] == wanted
-            and row["e_dim"] == dim
-        )
-        if not current:
-            todo.append((row["id"], row["chunk_hash"], wanted, context, row["content"]))
+    rows = await pool.fetch(_PENDING_SQL)
+    stored = await pool.fetch(_STORED_SQL, model)
+    todo, stale, current = pending_representations(rows, stored, dim, kinds)
+    if stale:
+        await pool.executemany(_DELETE_SQL, [(chunk_id, model, kind) for chunk_id, kind in stale])
     say = progress or log.info
     if todo:
-        say(f"embedding {len(todo)} of {len(rows)} chunks with {model} (batch {batch_size})")
+        say(f"embedding {len(todo)} of {len(todo) + current} vectors ({len(rows)} chunks, {'+'.join(kinds)}) "
+            f"with {model} (batch {batch_size})")
+    # Bodies first: phase 3 serves a model once every body is current.
+    todo.sort(key=lambda p: p.rep.kind != "body")
     done = 0
     for start in range(0, len(todo), max(1, batch_size)):
         batch = todo[start : start + batch_size]
-        items = [(context, text) for _, _, _, context, text in batch]
+        items = [(p.rep.context, p.rep.text) for p in batch]
         if hasattr(embedder, "embed_passages_async"):
             vectors = await embedder.embed_passages_async(items)
         else:
@@ -129,19 +167,19 @@ async def index_embeddings(
         await pool.executemany(
             _UPSERT_SQL,
             [
-                (chunk_id, model, dim, chunk_hash, wanted, vector_literal(vector))
-                for (chunk_id, chunk_hash, wanted, _, _), vector in zip(batch, vectors, strict=True)
+                (p.chunk_id, model, dim, p.chunk_hash, p.rep.input_hash, vector_literal(vector), p.rep.kind)
+                for p, vector in zip(batch, vectors, strict=True)
             ],
         )
         done += len(batch)
         elapsed = time.perf_counter() - started
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = (len(todo) - done) / rate if rate > 0 else 0.0
-        say(f"embedded {done}/{len(todo)} chunks ({rate:.1f} chunks/s, ETA {eta:.0f}s)")
+        say(f"embedded {done}/{len(todo)} chunk vectors ({rate:.1f} chunks/s, ETA {eta:.0f}s)")
     return IndexReport(
         embedded=len(todo),
-        reused=len(rows) - len(todo),
-        total=len(rows),
+        reused=current,
+        total=len(todo) + current,
         seconds=round(time.perf_counter() - started, 3),
         model=model,
     )
@@ -152,6 +190,7 @@ _COVERAGE_SQL = """
            max(e.created_at) as newest
     from chunk_embeddings e
     join docs_knowledge_chunks c on c.id = e.chunk_id
+    where e.kind = 'body'
     group by e.model
 """
 

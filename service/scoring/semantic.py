@@ -7,9 +7,9 @@ import asyncio
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +18,7 @@ from service.db.errors import DatabaseTimeout, DatabaseUnreachable
 from service.db.pool import HNSW_SESSION_SETTINGS
 from service.db.vectors import vector_literal
 from service.domain.types import Base
-from service.flags import Flags
+from service.flags import Flags, RepresentationKind
 from service.ingest.model_thread import on_model_thread
 
 # Dimensions that have a partial HNSW index (migration 003). The dimension is
@@ -51,13 +51,22 @@ class SemanticHit(Base, frozen=True):
     keywords: tuple[str, ...]
     chunk_hash: str
     similarity: float
+    representation: str = "body"
+    """The vector kind that matched best (ingest/representations.py)."""
 
 
-def semantic_sql(dim: int, with_category: bool) -> str:
-    """The top-K query for one dimension: same cast and partial predicate as the index."""
+def semantic_sql(dim: int, with_category: bool, kinds: Sequence[str] = ("body",)) -> str:
+    """The top-K query for one dimension: same cast and partial predicate as the index.
+
+    The representation kinds are literals (checked against the known ones) so
+    that the parameters stay the same whichever kinds are searched."""
     if not (0 < dim <= MAX_DIM):
         raise ValueError(f"invalid vector dimension {dim}")
+    unknown = set(kinds) - set(get_args(RepresentationKind))
+    if unknown or not kinds:
+        raise ValueError(f"unknown representation kinds {sorted(unknown)}")
     vec = f"vector({int(dim)})"
+    kind_list = ", ".join(f"'{k}'" for k in dict.fromkeys(kinds))
     category = "and c.category = $3" if with_category else ""
     limit = "$4" if with_category else "$3"
     # `(select $1::text::vector)` is an InitPlan: the 384-number literal is
@@ -67,11 +76,11 @@ def semantic_sql(dim: int, with_category: bool) -> str:
     return f"""
         select c.id::text as chunk_id, c.doc_slug, c.chunk_index, c.category, c.title,
                coalesce(c.header_path, '') as header_path, c.content,
-               coalesce(c.keywords, '{{}}') as keywords, c.chunk_hash,
+               coalesce(c.keywords, '{{}}') as keywords, c.chunk_hash, e.kind,
                1 - (e.embedding::{vec} <=> {query_vector}) as similarity
         from chunk_embeddings e
         join docs_knowledge_chunks c on c.id = e.chunk_id
-        where e.dim = {int(dim)} and e.model = $2 {category}
+        where e.dim = {int(dim)} and e.model = $2 and e.kind in ({kind_list}) {category}
         order by e.embedding::{vec} <=> {query_vector}
         limit {limit}
     """
@@ -87,8 +96,14 @@ async def semantic_search(
     *,
     ef_search: int | None = None,
     iterative_scan: bool = True,
+    kinds: Sequence[str] = ("body",),
 ) -> list[SemanticHit]:
     """Cosine top-K chunks for `model` (vectors of other models are ignored).
+
+    With several representation `kinds` the index returns up to top_k vectors
+    per kind in one walk; a chunk keeps its best-scoring vector (the kind is
+    in `SemanticHit.representation`), so a chunk is found by whichever of its
+    representations is nearest, with one query embedding.
 
     The model and category filters are applied while walking the HNSW graph;
     `iterative_scan` (pgvector >= 0.8) keeps walking until `top_k` rows pass
@@ -101,14 +116,16 @@ async def semantic_search(
     if len(query_vector) != dim:
         raise ValueError(f"query vector has {len(query_vector)} dimensions, model has {dim}")
     top_k = max(1, int(top_k))
+    kinds = list(dict.fromkeys(kinds)) or ["body"]
+    rows_wanted = top_k * len(kinds)
     args: list[object] = [vector_literal(query_vector), model]
     if category:
         args.append(category)
-    args.append(top_k)
-    sql = semantic_sql(dim, bool(category))
+    args.append(rows_wanted)
+    sql = semantic_sql(dim, bool(category), kinds)
     # ef_search (flag `semantic.ef_search`; None: the pool's session value) must be
     # >= top_k or HNSW returns fewer rows.
-    ef = max(POOL_EF_SEARCH if ef_search is None else ef_search, top_k)
+    ef = max(POOL_EF_SEARCH if ef_search is None else ef_search, rows_wanted)
     if ef == POOL_EF_SEARCH and iterative_scan:
         # The pool's session settings already say this: one round trip.
         rows = await pool.fetch(sql, *args)
@@ -120,6 +137,9 @@ async def semantic_search(
                 str(ef), "strict_order" if iterative_scan else "off",
             )
             rows = await conn.fetch(sql, *args)
+    best: dict[str, Any] = {}
+    for row in rows:  # nearest first: the first row of a chunk is its best kind
+        best.setdefault(row["chunk_id"], row)
     return [
         SemanticHit(
             chunk_id=row["chunk_id"],
@@ -132,8 +152,9 @@ async def semantic_search(
             keywords=tuple(row["keywords"]),
             chunk_hash=row["chunk_hash"],
             similarity=float(row["similarity"]),
+            representation=row["kind"],
         )
-        for row in rows
+        for row in list(best.values())[:top_k]
     ]
 
 
@@ -257,7 +278,7 @@ class SemanticLeg:
             hits = await asyncio.wait_for(
                 semantic_search(
                     pool, vector, model, self.embedder.dim, top_k, category,
-                    ef_search=flags.semantic.ef_search,
+                    ef_search=flags.semantic.ef_search, kinds=flags.semantic.representations,
                 ),
                 timeout=flags.timeouts.db_ms / 1000,
             )
