@@ -14,7 +14,7 @@ import numpy as np
 
 from service.db.server import run_with_database
 from service.evaluation.kinds import (
-    _corpus_of,
+    corpus_of,
     corpus_dir,
     open_session,
     page_ranking,
@@ -41,7 +41,7 @@ def first_sentence(text: str, words: int = 40) -> str:
 async def main(dsn: str, path: Path) -> None:
     settings = load_settings()
     flags = load_flags(settings.flags_file)
-    corpus = _corpus_of(path)
+    corpus = corpus_of(path)
     cases = ranked_cases(load_query_set(path))
     session, pool = await open_session(dsn, settings, flags, corpus_dir(corpus, settings, None), corpus)
     try:
@@ -111,23 +111,45 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
             "max(body,sec)": np.maximum(s_body, s_sec),
             "max(body,page1)": np.maximum(s_body, s_page),
             "max(body,sec,page1)": np.maximum(np.maximum(s_body, s_sec), s_page),
-            "max(body,sec,pageall)": np.maximum(np.maximum(s_body, s_sec), s_page_all),
             "body+0.5max(sec,pageall)": (s_body + 0.5 * np.maximum(s_sec, s_page_all)) / 1.5,
-            "mean(body,max(sec,pageall))": (s_body + np.maximum(s_sec, s_page_all)) / 2,
+            "body+0.5page_all": (s_body + 0.5 * s_page_all) / 1.5,
         }
+        base_hits = hits_from(s_body)
+        # pseudo-relevance feedback: heading words and keywords of the best semantic hits
+        for depth in (1, 3):
+            extra: list[str] = []
+            for h in base_hits[:depth]:
+                head = h.header_path.split(" > ")[-1] if h.header_path else h.title
+                words = " ".join([head, *h.keywords])
+                extra.extend(pipe.normalise(words, flags)[0].tokens)
+            tokens = tuple(dict.fromkeys([*query.tokens, *extra]))
+            kw2 = idx.chunks.search(tokens, limit=50, notes=notes, lexical=flags.lexical)
+            put(f"prf top{depth}", case.id, fused(query, kw2, base_hits, w))
+            pm = hits_from(np.maximum(s_body, s_page))
+            put(f"prf top{depth} + max(body,page1)", case.id, fused(query, kw2, pm, w))
+        # page aggregation: best chunk vs best + half of the second
+        ev = fuse_evidence(keyword, base_hits, method=FusionMethod.weighted, weights=w,
+                           query_type=query.query_type, rrf_k=60, doc_info=idx.doc_info)
+        agg: dict[str, list[float]] = {}
+        for e in ev:
+            agg.setdefault(e.doc_slug, []).append(e.score)
+        for a in (0.25, 0.5):
+            sc = {d: v[0] + a * (v[1] if len(v) > 1 else 0.0) for d, v in agg.items()}
+            put(f"agg best+{a}*second", case.id, sorted(sc, key=lambda d: -sc[d])[:10])
         for name, sim in combos.items():
             hits = hits_from(sim)
             put(f"rep {name}", case.id, fused(query, keyword, hits, w))
             put(f"rep {name} sem-only", case.id, page_ranking(h.doc_slug for h in hits))
             put(f"rep {name} rrf", case.id, fused(query, keyword, hits, w, FusionMethod.rrf))
-            for thr in (0.34, 0.5, 0.67):
-                for low in (0.0, 0.1, 0.2):
+            for thr in (0.34, 0.5):
+                for low in (0.1, 0.2):
                     wq = (low, 1 - low) if overlap < thr else w
                     put(f"rep {name} overlap<{thr} kw={low}", case.id, fused(query, keyword, hits, wq))
-        for thr in (0.34, 0.5, 0.67):
+        put("body rrf", case.id, fused(query, keyword, base_hits, w, FusionMethod.rrf))
+        for thr in (0.34, 0.5):
             for low in (0.0, 0.1, 0.2):
                 wq = (low, 1 - low) if overlap < thr else w
-                put(f"body overlap<{thr} kw={low}", case.id, fused(query, keyword, hits_from(s_body), wq))
+                put(f"body overlap<{thr} kw={low}", case.id, fused(query, keyword, base_hits, wq))
 
     rows = []
     for name, rankings in variants.items():

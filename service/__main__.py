@@ -198,6 +198,12 @@ def _add_eval_kinds(sub: SubParsers) -> None:
     kinds.add_parser(sub)
 
 
+def _add_adapt_model(sub: SubParsers) -> None:
+    from service.adapt import command
+
+    command.add_parser(sub)
+
+
 def _add_export_goldens(sub: SubParsers) -> None:
     from service.feedback import command
 
@@ -217,6 +223,7 @@ COMMANDS: dict[str, Registrar] = {
     "replay": _add_replay,
     "eval": _add_eval,
     "eval-kinds": _add_eval_kinds,
+    "adapt-model": _add_adapt_model,
     "bench": _add_bench,
     "load": _add_load,
     "export-goldens": _add_export_goldens,

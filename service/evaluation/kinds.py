@@ -196,10 +196,10 @@ def corpus_dir(corpus: str, settings: Settings, override: Path | None) -> Path:
 
 async def run_kinds(
     admin_dsn: str, settings: Settings, flags: Flags, cases: Sequence[LabelledQuery], corpus: str,
-    seeds_dir: Path, phases: Sequence[int],
+    seeds_dir: Path, phases: Sequence[int], *, embedder: Any = None,
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    session, pool = await open_session(admin_dsn, settings, flags, seeds_dir, corpus)
+    session, pool = await open_session(admin_dsn, settings, flags, seeds_dir, corpus, embedder)
     try:
         wanted = ranked_cases(cases)
         results: dict[str, Any] = {"corpus": corpus, "phases": {}}
@@ -279,7 +279,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     settings = settings.with_overrides(data_dir=args.data_dir)
     try:
         cases = load_query_set(args.queries)
-        corpus = _corpus_of(args.queries)
+        corpus = corpus_of(args.queries)
         flags = apply_overrides(load_flags(settings.flags_file), parse_overrides(args.set), "--set")
     except (QuerySetError, FlagError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -299,7 +299,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _corpus_of(path: Path) -> str:
+def corpus_of(path: Path) -> str:
     import yaml
 
     data = yaml.safe_load(path.read_text(encoding="utf-8"))

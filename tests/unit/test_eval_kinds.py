@@ -1,0 +1,42 @@
+"""Per-kind ranking metrics of `eval-kinds` (service/evaluation/kinds.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.evaluation.kinds import first_relevant_rank, format_kinds, page_ranking, score_kind, summarise
+from service.evaluation.labelled import parse_query_set, split_of
+
+SET = """
+corpus: seed
+cases:
+  - {id: a, query: where are my shortcuts, kind: paraphrase, decision: answer, pages: [widgets/quick-links]}
+  - {id: b, query: quick links, kind: keyword, decision: answer, pages: [widgets/quick-links]}
+  - {id: c, query: weather tomorrow, kind: out_of_domain, decision: no_match}
+"""
+
+
+def test_rank_of_the_first_right_page_within_ten() -> None:
+    assert first_relevant_rank(["x", "y", "z"], ["y", "z"]) == 2
+    assert first_relevant_rank([str(i) for i in range(20)], ["12"]) is None
+    assert page_ranking(["a", "a", "b", "a", "c"]) == ["a", "b", "c"]
+
+
+def test_top1_top3_and_mrr() -> None:
+    score = score_kind([1, 3, None, 2])
+    assert score.cases == 4
+    assert score.top1 == pytest.approx(0.25) and score.top3 == pytest.approx(0.75)
+    assert score.mrr10 == pytest.approx((1 + 1 / 3 + 1 / 2) / 4)
+
+
+def test_summary_is_per_split_and_kind_and_skips_cases_without_pages() -> None:
+    cases = [c for c in parse_query_set(SET) if c.pages]
+    table = summarise(cases, {"a": ["widgets/quick-links"], "b": ["other", "widgets/quick-links"]})
+    for case in cases:
+        score = table[case.split][case.kind]
+        assert score.cases == 1
+        assert score.top1 == (1.0 if case.id == "a" else 0.0)
+    assert sum(table[s]["all"].cases for s in ("dev", "test")) == 2
+    text = format_kinds({"phases": {"3": table}})
+    assert "| 3 | paraphrase |" in text and "| 3 | all |" in text
+    assert split_of("a") in ("dev", "test")
