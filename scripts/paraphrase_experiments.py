@@ -14,8 +14,8 @@ import numpy as np
 
 from service.db.server import run_with_database
 from service.evaluation.kinds import (
-    corpus_of,
     corpus_dir,
+    corpus_of,
     open_session,
     page_ranking,
     ranked_cases,

@@ -460,6 +460,8 @@ def _allowed(info: msgspec.inspect.Type) -> str:
         return " / ".join(str(v) for v in info.values)
     if isinstance(info, msgspec.inspect.TupleType):
         return "[" + ", ".join(_allowed(item) for item in info.item_types) + "]"
+    if isinstance(info, msgspec.inspect.VarTupleType):
+        return f"list of {_allowed(info.item_type)}"
     if isinstance(info, msgspec.inspect.IntType | msgspec.inspect.FloatType):
         low = f"≥ {info.ge}" if info.ge is not None else f"> {info.gt}" if info.gt is not None else ""
         high = f"≤ {info.le}" if info.le is not None else f"< {info.lt}" if info.lt is not None else ""

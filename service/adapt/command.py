@@ -92,11 +92,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 def compare(settings: Settings, flags: Any, queries: Path, base: Path, adapted: Path) -> None:
     """Phase 3 per kind for both models on one labelled set."""
     from service.db.server import run_with_database
-    from service.evaluation.command import CACHE_DIR
-    from service.evaluation.cache import CachedEmbedder
-    from service.evaluation.kinds import corpus_of, corpus_dir, format_kinds, run_kinds
-    from service.evaluation.labelled import load_query_set
     from service.embedding.backends import load_embedder, onnx_cache_dir
+    from service.evaluation.cache import CachedEmbedder
+    from service.evaluation.command import CACHE_DIR
+    from service.evaluation.kinds import corpus_dir, corpus_of, format_kinds, run_kinds
+    from service.evaluation.labelled import load_query_set
 
     cases = load_query_set(queries)
     corpus = corpus_of(queries)
@@ -104,7 +104,10 @@ def compare(settings: Settings, flags: Any, queries: Path, base: Path, adapted: 
     for label, model_dir in (("base", base), ("adapted", adapted)):
         inner = load_embedder(flags.embedding.backend, model_dir, onnx_cache_dir(settings.data_dir))
         embedder = CachedEmbedder(inner, CACHE_DIR if flags.embedding.backend == "torch" else CACHE_DIR / flags.embedding.backend)
-        results = run_with_database(settings, lambda dsn, e=embedder: run_kinds(
-            dsn, settings, flags, cases, corpus, seeds, [3], embedder=e))
+
+        async def measure(dsn: str, embedder: Any = embedder) -> dict[str, Any]:
+            return await run_kinds(dsn, settings, flags, cases, corpus, seeds, [3], embedder=embedder)
+
+        results = run_with_database(settings, measure)
         print(f"{queries} — {label} model ({inner.model_name})")
         print(format_kinds(results))

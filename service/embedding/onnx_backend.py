@@ -35,14 +35,16 @@ def model_config(model_dir: Path) -> tuple[int, int]:
     pooling_dir = next((m.get("path", "") for m in modules if m.get("type", "").endswith("Pooling")), "1_Pooling")
     pooling_file = model_dir / pooling_dir / "config.json"
     pooling = json.loads(pooling_file.read_text()) if pooling_file.is_file() else {}
-    if kinds[:1] != ["Transformer"] or "Normalize" not in kinds or not pooling.get("pooling_mode_mean_tokens"):
+    # sentence-transformers >= 6 saves `pooling_mode: mean` (older: `pooling_mode_mean_tokens: true`).
+    mean = pooling.get("pooling_mode_mean_tokens") or pooling.get("pooling_mode") == "mean"
+    if kinds[:1] != ["Transformer"] or "Normalize" not in kinds or not mean:
         raise ModelNotFoundError(
             f"the onnx backend supports mean-pooled, normalised sentence-transformers models; "
             f"{model_dir} has modules {kinds or 'none'}: use embedding.backend torch"
         )
     st_config = model_dir / "sentence_bert_config.json"
     max_len = int(json.loads(st_config.read_text()).get("max_seq_length", 256)) if st_config.is_file() else 256
-    dim = pooling.get("word_embedding_dimension") or json.loads((model_dir / "config.json").read_text())["hidden_size"]
+    dim = pooling.get("word_embedding_dimension") or pooling.get("embedding_dimension") or json.loads((model_dir / "config.json").read_text())["hidden_size"]
     return int(dim), max_len
 
 

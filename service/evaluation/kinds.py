@@ -96,7 +96,7 @@ def summarise(
                 continue
             rank = first_relevant_rank(rankings[case.id], case.pages)
             per_kind.setdefault(case.kind, []).append(rank)
-        table = {kind: score_kind(per_kind[kind]) for kind in KINDS if kind in per_kind}
+        table: dict[str, KindScore] = {kind: score_kind(per_kind[kind]) for kind in KINDS if kind in per_kind}
         table["all"] = score_kind([r for ranks in per_kind.values() for r in ranks])
         out[split] = table
     return out

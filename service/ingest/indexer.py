@@ -21,12 +21,12 @@ import numpy.typing as npt
 
 from service.db.vectors import vector_literal
 from service.domain.types import Base
+from service.flags import RepresentationKind
 from service.ingest.model_thread import on_model_thread
 from service.ingest.representations import (
     EMBEDDING_INPUT_VERSION,
     REPRESENTATION_KINDS,
     Representation,
-    RepresentationKind,
     input_hash,
     passage_context,
     representations,

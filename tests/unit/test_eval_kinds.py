@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from service.evaluation.kinds import first_relevant_rank, format_kinds, page_ranking, score_kind, summarise
+from service.evaluation.kinds import (
+    first_relevant_rank,
+    format_kinds,
+    page_ranking,
+    score_kind,
+    summarise,
+)
 from service.evaluation.labelled import parse_query_set, split_of
 
 SET = """
