@@ -202,6 +202,10 @@ def _add_adapt_model(sub: SubParsers) -> None:
     from service.adapt import command
 
     command.add_parser(sub)
+def _add_decisions(sub: SubParsers) -> None:
+    from service.evaluation import decisions
+
+    decisions.add_parsers(sub)
 
 
 def _add_export_goldens(sub: SubParsers) -> None:
@@ -224,6 +228,7 @@ COMMANDS: dict[str, Registrar] = {
     "eval": _add_eval,
     "eval-kinds": _add_eval_kinds,
     "adapt-model": _add_adapt_model,
+    "eval-decisions": _add_decisions,
     "bench": _add_bench,
     "load": _add_load,
     "export-goldens": _add_export_goldens,

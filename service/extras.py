@@ -19,6 +19,8 @@ EVAL_MODULES = ("ranx", "bm25s", "matplotlib")
 COMMAND_EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "eval": ("eval", EVAL_MODULES),
     "bench": ("eval", EVAL_MODULES),
+    "eval-decisions": ("eval", ("matplotlib",)),
+    "fit-decisions": ("eval", ("sklearn",)),
 }
 
 

@@ -123,6 +123,41 @@ class SemanticFlags(_Flags, frozen=True):
         self._require(self.margin < self.answer_similarity, "margin", "answer_similarity", "<")
 
 
+Ratio = Annotated[float, msgspec.Meta(ge=0, le=2)]
+
+
+class DecisionPoint(msgspec.Struct, frozen=True, kw_only=True):
+    """One phase's operating point of the calibrated decision."""
+
+    answer_p: float
+    no_match_p: float
+    ambiguity_ratio: float
+
+
+class DecisionFlags(_Flags, frozen=True):
+    """Which rule answers, asks or declines (README "Calibrated decision"); per phase 1, 2, 3."""
+
+    _key: ClassVar[str] = "decision"
+    policy: Literal["seed_rules", "calibrated"] = "seed_rules"
+    answer_p: tuple[Fraction, Fraction, Fraction] = (0.78, 0.82, 0.62)
+    no_match_p: tuple[Fraction, Fraction, Fraction] = (0.54, 0.38, 0.58)
+    ambiguity_ratio: tuple[Ratio, Ratio, Ratio] = (1.01, 1.01, 0.8)
+
+    def __post_init__(self) -> None:
+        # Between the two is "clarify"; the other way round there is no such band.
+        if any(low > high for low, high in zip(self.no_match_p, self.answer_p, strict=True)):
+            raise ValueError(
+                f"`decision.no_match_p` ({list(self.no_match_p)}) must be <= `decision.answer_p` "
+                f"({list(self.answer_p)}) at every phase"
+            )
+
+    def at(self, phase: int) -> DecisionPoint:
+        i = phase - 1
+        return DecisionPoint(
+            answer_p=self.answer_p[i], no_match_p=self.no_match_p[i], ambiguity_ratio=self.ambiguity_ratio[i],
+        )
+
+
 class FusionWeights(_Flags, frozen=True):
     """(keyword, semantic) per query type; the seed plan's 0.3/0.7 is `default`.
 
@@ -289,6 +324,7 @@ class Flags(_Flags, frozen=True):
     typo: TypoFlags = TypoFlags()
     phases: PhaseThresholds = PhaseThresholds()
     semantic: SemanticFlags = SemanticFlags()
+    decision: DecisionFlags = DecisionFlags()
     fusion: FusionFlags = FusionFlags()
     lexical: LexicalFlags = LexicalFlags()
     chunking: ChunkingFlags = ChunkingFlags()

@@ -16,9 +16,23 @@ import msgspec
 
 from service.db.errors import database_cause
 from service.decide import clarify
+from service.decide.calibrated_policy import (
+    SemanticView,
+    calibrated_decision,
+    multi_intent_on,
+    top_page,
+)
+from service.decide.calibration import (
+    CERTAIN_REASONS,
+    CalibrationModel,
+    decision_signals,
+    multi_intent_credible,
+    pages_fingerprint,
+)
 from service.decide.hybrid_policy import decide_hybrid
 from service.decide.policy import MULTI_INTENT_DEPTH, decide, decide_multi_intent
 from service.domain.outcome import MAX_PHASE, FallbackStep, Outcome, Route, Status, Tier
+from service.domain.signals import DecisionSignals
 from service.domain.types import (
     Answer,
     Chunk,
@@ -70,6 +84,8 @@ class TierOutcome:
     stats: dict[str, float | int] = field(default_factory=dict)
     candidates: HybridCandidates | None = None
     """Phase 3's fused ranking and signals (None for the other tiers)."""
+    signals: DecisionSignals | None = None
+    """What the decision was made from, whichever policy made it."""
 
 
 class CorpusNotLoaded(RuntimeError):
@@ -111,8 +127,16 @@ def keyword_decision_for(
     thresholds: Thresholds,
     max_per_doc: int | None,
     results: list[Evidence] | None = None,
-) -> tuple[Decision, dict[str, float | int]]:
-    """Phases 1 and 2: search the whole query (and each intent), then decide."""
+    *,
+    calibration: CalibrationModel | None = None,
+    phase: int = 0,
+) -> tuple[Decision, dict[str, float | int], DecisionSignals]:
+    """Phases 1 and 2: search the whole query (and each intent), then decide.
+
+    `calibration` with `decision.policy: calibrated` decides from p at `phase`;
+    otherwise the seed rules.  Multi-intent answers come from the part searches either way.
+    Returns the decision, stats, and the decision signals of the ranking.
+    """
     pool = ctx.flags.retrieval.candidate_pool
     category = ctx.params.category
     if results is None:
@@ -126,16 +150,40 @@ def keyword_decision_for(
         "deduplicated": trimmed,
         "top_score": results[0].score if results else 0.0,
     }
+    seed = decide(results, ctx.query, thresholds)
+    signals = msgspec.structs.replace(decision_signals(ctx.query, results), keyword_reason=seed.reason)
     if ctx.query.is_multi_intent:
         # Multi-intent looks only at the head of each part's ranking.
         parts = [
             index.search(p, category=category, limit=2 * MULTI_INTENT_DEPTH, notes=ctx.notes, lexical=ctx.flags.lexical)
             for p in ctx.query.parts
         ]
+        signals = msgspec.structs.replace(signals, parts=tuple(
+            decision_signals(part_query(ctx.query, tokens), ranking) for tokens, ranking in zip(ctx.query.parts, parts, strict=True)
+        ))
         multi = decide_multi_intent(parts, ctx.query, thresholds)
-        if multi is not None:
-            return multi, stats
-    return decide(results, ctx.query, thresholds), stats
+        calibrated = calibration is not None and ctx.flags.decision.policy == "calibrated"
+        if multi is not None and (not calibrated or credible(calibration, ctx.flags, phase, multi, signals)):
+            return multi, stats, signals
+    if calibration is not None and ctx.flags.decision.policy == "calibrated" and seed.reason not in CERTAIN_REASONS:
+        decision = calibrated_decision(calibration, ctx.flags.decision, phase, ctx.query, results, signals.features)
+        return decision, stats, signals
+    return seed, stats, signals
+
+
+def part_query(query: NormalizedQuery, tokens: tuple[str, ...]) -> NormalizedQuery:
+    """One part of a multi-intent query as a query of its own (for its decision signals)."""
+    return msgspec.structs.replace(query, tokens=tokens, phrase=" ".join(tokens), parts=(), is_multi_intent=False)
+
+
+def credible(
+    model: CalibrationModel | None, flags: Flags, phase: int, multi: Decision, signals: DecisionSignals
+) -> bool:
+    """The calibrated check of a multi-intent answer (`calibration.multi_intent_credible`) at `phase`."""
+    if model is None:
+        return True
+    pages = [e.doc_slug for e in multi.results]
+    return multi_intent_credible(model.phases[str(phase)], flags.decision.at(phase), pages, signals.parts)
 
 
 class Pipeline:
@@ -165,6 +213,10 @@ class Pipeline:
         self.anchors: Mapping[tuple[str, int], str] = {}
         """(doc_slug, chunk_index) → the chunk's heading anchor, for evidence."""
         self.semantic: SemanticSearch | None = None
+        self.calibration: CalibrationModel | None = None
+        """The fitted calibrated decision (used when `decision.policy` is `calibrated`)."""
+        self.served_pages = ""
+        """`pages_fingerprint` of the loaded corpus."""
         self.curate: Curate | None = None
         """Operator pins and hides (service/curation); returns the decision and provenance lines."""
         self.on_query: QueryObserver | None = None
@@ -180,7 +232,21 @@ class Pipeline:
             extra_known_terms=[c.term for c in self.glossary.concepts],
         )
         self.anchors = {(c.doc_slug, c.chunk_index): c.anchor for c in chunks if c.anchor}
+        self.served_pages = pages_fingerprint(d.slug for d in documents)
         release_free_memory()
+
+    def active_calibration(self) -> CalibrationModel | None:
+        """The fitted model, when it was fitted on the served corpus's pages (else the seed rules
+        decide: probabilities fitted on other pages say nothing about these)."""
+        model = self.calibration
+        return model if model is not None and model.pages_fingerprint == self.served_pages else None
+
+    def calibration_problem(self) -> str | None:
+        model = self.calibration
+        if model is None or model.pages_fingerprint == self.served_pages:
+            return None
+        return (f"calibration {model.version} was fitted on the pages of corpus {model.corpus!r}, not on the "
+                "served ones: the seed rules decide; refit with `python -m service fit-decisions`")
 
     def require_indexes(self) -> CorpusIndexes:
         if self.indexes is None or self.indexes.empty:
@@ -199,20 +265,21 @@ class Pipeline:
     # -- tiers ------------------------------------------------------------
     async def phase1(self, ctx: TierContext) -> TierOutcome:
         indexes = self.require_indexes()
-        decision, stats = keyword_decision_for(
-            indexes.documents, ctx, ctx.flags.phases.for_phase(1), max_per_doc=None
+        decision, stats, signals = keyword_decision_for(
+            indexes.documents, ctx, ctx.flags.phases.for_phase(1), max_per_doc=None,
+            calibration=self.active_calibration(), phase=1,
         )
-        return TierOutcome(Tier.phase1, 1, decision, stats)
+        return TierOutcome(Tier.phase1, 1, decision, stats, signals=signals)
 
     async def phase2(self, ctx: TierContext) -> TierOutcome:
         indexes = self.require_indexes()
         if not indexes.chunks.units:
             raise CorpusNotLoaded("no chunks in memory")
-        decision, stats = keyword_decision_for(
+        decision, stats, signals = keyword_decision_for(
             indexes.chunks, ctx, ctx.flags.phases.for_phase(2),
-            max_per_doc=ctx.flags.retrieval.max_chunks_per_doc,
+            max_per_doc=ctx.flags.retrieval.max_chunks_per_doc, calibration=self.active_calibration(), phase=2,
         )
-        return TierOutcome(Tier.phase2, 2, decision, stats)
+        return TierOutcome(Tier.phase2, 2, decision, stats, signals=signals)
 
     def hybrid(self) -> HybridRetriever:
         """Phase 3's retrieval over the current corpus (`eval` uses this too)."""
@@ -225,23 +292,59 @@ class Pipeline:
         """Hybrid retrieval (scoring/hybrid.py), then the hybrid decision."""
         retriever = self.hybrid()
         flags = ctx.flags
-        keyword_decision: list[Decision] = []
+        keyword_decision: list[tuple[Decision, DecisionSignals]] = []
 
         def decide_keyword(keyword: list[Evidence]) -> None:
-            # Runs while the query is being embedded.
-            decision, _ = keyword_decision_for(
+            # Runs while the query is being embedded (the seed rules' view of the keyword leg).
+            decision, _, keyword_signals = keyword_decision_for(
                 retriever.indexes.chunks, ctx, flags.phases.for_phase(3),
                 flags.retrieval.max_chunks_per_doc, keyword,
             )
-            keyword_decision.append(decision)
+            keyword_decision.append((decision, keyword_signals))
 
         candidates = await retriever.retrieve(
             ctx.query, flags, category=ctx.params.category, notes=ctx.notes, while_embedding=decide_keyword,
         )
-        decision = decide_hybrid(
-            candidates.fused, keyword_decision[0], candidates.signal, ctx.query, flags.semantic
+        seed_keyword, keyword_signals = keyword_decision[0]
+        signals = msgspec.structs.replace(
+            self.hybrid_signals(ctx.query, candidates, flags), parts=keyword_signals.parts,
+            keyword_reason=keyword_signals.keyword_reason,
         )
-        return TierOutcome(Tier.phase3, 3, decision, candidates.stats(), candidates)
+        model = self.active_calibration() if flags.decision.policy == "calibrated" else None
+        decision: Decision
+        if (
+            isinstance(seed_keyword, Answer) and seed_keyword.reason == "multi_intent"
+            and credible(model, flags, 2, seed_keyword, keyword_signals)
+        ):
+            # Multi-intent stays (its parts are keyword searches: phase 2's model judges them),
+            # with phase 3's scores: one scale for every phase-3 result.
+            decision = multi_intent_on(candidates.fused, seed_keyword)
+        elif model is not None and signals.keyword_reason == "out_of_domain":
+            decision = NoMatch(message=clarify.NO_MATCH, reason="out_of_domain")
+        elif model is not None and signals.keyword_reason not in CERTAIN_REASONS:
+            decision = calibrated_decision(
+                model, flags.decision, 3, ctx.query, candidates.fused, signals.features,
+                keyword=self.keyword_ranking(ctx.query, candidates, flags),
+            )
+        else:
+            decision = decide_hybrid(candidates.fused, seed_keyword, candidates.signal, ctx.query, flags.semantic)
+        return TierOutcome(Tier.phase3, 3, decision, candidates.stats(), candidates, signals)
+
+    @staticmethod
+    def keyword_ranking(query: NormalizedQuery, candidates: HybridCandidates, flags: Flags) -> list[Evidence]:
+        """Phase 3's keyword leg as phase 2 would rank it (de-duplicated the same way)."""
+        if query.is_multi_intent:
+            return list(candidates.keyword)
+        return dedupe_per_document(candidates.keyword, flags.retrieval.max_chunks_per_doc)[0]
+
+    def hybrid_signals(self, query: NormalizedQuery, candidates: HybridCandidates, flags: Flags) -> DecisionSignals:
+        """The decision signals of phase 3's fused ranking, with each page's best cosine."""
+        page_similarity: dict[str, float] = {}
+        for hit in candidates.hits:
+            page_similarity[hit.doc_slug] = max(page_similarity.get(hit.doc_slug, 0.0), hit.similarity)
+        view = SemanticView(signal=candidates.signal, pages=page_similarity)
+        keyword_top = top_page(self.keyword_ranking(query, candidates, flags))
+        return decision_signals(query, candidates.fused, view, keyword_top)
 
     async def cache(self, ctx: TierContext) -> TierOutcome:
         evidence = self.glossary.answer(ctx.query)
@@ -341,7 +444,9 @@ class Pipeline:
             # each one that changed the answer is named in fallback_path.
             curated, curation_notes = self.curate(query, answered.decision)
             if curation_notes:
-                answered = TierOutcome(answered.tier, answered.phase, curated, answered.stats)
+                answered = TierOutcome(
+                    answered.tier, answered.phase, curated, answered.stats, signals=answered.signals,
+                )
                 fallback.extend(FallbackStep(tier=Tier.curation, reason=note) for note in curation_notes)
         with self._span("decide") as span:
             outcome = with_anchors(_outcome(answered, ctx, tuple(fallback), request_id, started), self.anchors)
@@ -448,6 +553,7 @@ def _outcome(
         status=status, message=decision.message, decision=decision, results=decision.results[: ctx.top_k],
         tier=answered.tier, phase=answered.phase, fallback_path=fallback, request_id=request_id,
         latency_ms=_elapsed_ms(started), stats=answered.stats, reason=decision.reason,
+        signals=answered.signals,
     )
 
 

@@ -64,6 +64,18 @@ class SemanticStatus:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
+@dataclass
+class DecisionStatus:
+    """What /ready reports about the answer / clarify / no-match rule."""
+
+    policy: Callable[[], str] = lambda: "seed_rules"
+    """The rule in force now (`decision.policy`; the seed rules when no fitted file loaded)."""
+    calibration: str | None = None
+    """The fitted file's version (service/decide/data/calibration.json)."""
+    error: Callable[[], str | None] = lambda: None
+    """Why the fitted file is not in use (not loaded, or fitted on other pages)."""
+
+
 CorpusHook = Callable[[CorpusSnapshot], Awaitable[None]]
 PoolHook = Callable[[str], Awaitable[None]]
 """Runs once the pool is open, with the DSN (e.g. the flag store's LISTEN loop)."""
@@ -98,6 +110,8 @@ class AppState:
     semantic: SemanticStatus | None = None
     """Phase 3's model and index status (set by service/wiring.py)."""
     reindex: Callable[[bool], Awaitable[IndexReport | None]] | None = None
+    decision: DecisionStatus = field(default_factory=DecisionStatus)
+    """The decision policy and its fitted file (set by service/wiring.py)."""
     """Embed chunks lacking a vector (True: re-embed all); None on failure (see `semantic.error`)."""
 
     async def reseed(self) -> SeedReport:

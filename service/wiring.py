@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from service.decide.calibrated_policy import load_calibration
 from service.embedding.backends import load_embedder as load_backend
 from service.embedding.backends import onnx_cache_dir
 from service.embedding.batcher import QueryBatcher
@@ -26,7 +27,7 @@ from service.operations import Operations
 from service.pipeline import Pipeline, SemanticLeg
 from service.scoring.glossary import Glossary, load_glossary
 from service.scoring.semantic import QueryEmbeddingCache
-from service.state import AppState, CorpusSnapshot, SemanticStatus
+from service.state import AppState, CorpusSnapshot, DecisionStatus, SemanticStatus
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,16 @@ def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipelin
     st.on_corpus_loaded.append(on_corpus_loaded)
     st.semantic = status
     st.reindex = reindex
+    pipeline.calibration, error = load_calibration()
+    model = pipeline.calibration
+
+    def policy() -> str:
+        return pipeline.flags().decision.policy if pipeline.active_calibration() is not None else "seed_rules"
+
+    st.decision = DecisionStatus(
+        policy=policy, calibration=model.version if model else None,
+        error=lambda: error or pipeline.calibration_problem(),
+    )
     return pipeline, status
 
 

@@ -34,6 +34,11 @@ class Ready(Base, frozen=True):
     semantic_error: str | None = None
     database: DatabaseStatus | None = None
     """Supervision: mode, state, restarts of the embedded server and the last one."""
+    decision_policy: str = "seed_rules"
+    """The answer / clarify / no-match rule in force (`decision.policy`, once its file loaded)."""
+    calibration: str | None = None
+    """The fitted calibration file's version (service/decide/data/calibration.json)."""
+    calibration_error: str | None = None
 
 
 class NotReady(Base, frozen=True):
@@ -78,7 +83,8 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             semantic_ready=semantic is not None and semantic.serving_model is not None and not semantic.indexing,
             embedding_model=semantic.serving_model if semantic else None,
             semantic_error=semantic.error if semantic else None,
-            database=db,
+            database=db, decision_policy=st.decision.policy(), calibration=st.decision.calibration,
+            calibration_error=st.decision.error(),
         ),
         status_code=200,
     )

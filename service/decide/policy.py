@@ -72,7 +72,7 @@ def weakness(top: Evidence, thresholds: Thresholds) -> str | None:
     return None
 
 
-def _title_key(text: str) -> str:
+def title_key(text: str) -> str:
     return " ".join(match_key(w) for w in words(lowercase_words(text)))
 
 
@@ -80,9 +80,9 @@ def explain_target(query: NormalizedQuery, results: Sequence[Evidence]) -> Evide
     """For "what is X" / "explain X": the best evidence whose page title is X."""
     if query.intent != "explain" or not query.subject:
         return None
-    subject = _title_key(query.subject)
+    subject = title_key(query.subject)
     for evidence in results:
-        if _title_key(evidence.title) == subject:
+        if title_key(evidence.title) == subject:
             return evidence
     return None
 

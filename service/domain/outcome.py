@@ -11,6 +11,7 @@ from typing import Literal
 
 import msgspec
 
+from service.domain.signals import DecisionSignals
 from service.domain.types import Base, Decision, Evidence, Option
 
 Status = Literal["answer", "clarify", "no_match", "disabled"]
@@ -71,7 +72,9 @@ class Outcome(Base, frozen=True):
     stats: dict[str, float | int] = msgspec.field(default_factory=dict)
     reason: str = ""
     """The decision's reason (e.g. `confident`, `small_gap`), or why there is none."""
-
+    signals: DecisionSignals | None = None
+    """What the answering tier decided from (`eval-decisions` / `fit-decisions` read it);
+    None for the cache and the generic reply."""
     @property
     def confidence(self) -> float:
         return self.decision.confidence if self.decision is not None else 0.0

@@ -11,3 +11,18 @@ class SemanticSignal(Base, frozen=True):
     top_similarity: float
     margin: float
     top_doc: str | None
+
+
+class DecisionSignals(Base, frozen=True):
+    """What a tier's decision was made from, whichever policy made it (eval / fit read it)."""
+
+    features: dict[str, float]
+    """`decide.calibration.FEATURES` of the ranking."""
+    ranking: tuple[str, ...]
+    """Distinct pages by score, best first (at most 10)."""
+    second_same_need: bool = False
+    """The two best pages' sections carry the same heading (one need, two pages)."""
+    keyword_reason: str = ""
+    """The seed rules' reason on the keyword ranking (phase 3: on its keyword leg)."""
+    parts: tuple[DecisionSignals, ...] = ()
+    """A multi-intent query's parts, each searched alone (phases 1-2 and phase 3's keyword leg)."""

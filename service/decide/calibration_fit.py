@@ -1,0 +1,82 @@
+"""Fitting the calibrated decision (scikit-learn; only the `fit-decisions` command imports it).
+
+One logistic regression per phase on the dev split: x = `calibration.FEATURES` of the
+ranking, y = "the ranking's first page is one of the case's acceptable pages" (0 for every
+out-of-domain case).  Then `answer_p`, `no_match_p` and `ambiguity_ratio` are chosen on dev by
+replaying the decision rule (`calibration.choose`) over a grid, per phase (phase 3 with
+phase 2's point for its keyword verdict): the most right decisions (answer / clarify /
+no match as labelled, with the right page or options) with wrong answers ≤ `max_wrong`
+(when no point manages that, the fewest wrong answers).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from service.decide.calibration import FEATURES, PhaseModel
+from service.flags import DecisionPoint
+
+ANSWER_GRID = tuple(round(0.30 + 0.04 * i, 2) for i in range(18))  # 0.30 .. 0.98
+NO_MATCH_GRID = tuple(round(0.02 + 0.04 * i, 2) for i in range(15))  # 0.02 .. 0.58
+AMBIGUITY_GRID = (0.80, 0.85, 0.90, 0.93, 0.96, 0.98, 1.01)  # 1.01: never ask between two pages
+
+
+def fit_phase(rows: Sequence[Mapping[str, float]], labels: Sequence[int], c: float = 1.0) -> PhaseModel:
+    """Standardise, fit a logistic regression, return its parameters (no sklearn objects)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import brier_score_loss
+    from sklearn.preprocessing import StandardScaler
+
+    x = np.array([[row[name] for name in FEATURES] for row in rows], dtype=float)
+    y = np.array(labels, dtype=int)
+    scaler = StandardScaler().fit(x)
+    scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
+    z = (x - scaler.mean_) / scale
+    if len(set(y.tolist())) < 2:
+        raise ValueError("fitting needs both right and wrong top pages among the dev cases")
+    model = LogisticRegression(C=c, max_iter=2000).fit(z, y)
+    p = model.predict_proba(z)[:, 1]
+    return PhaseModel(
+        intercept=float(model.intercept_[0]),
+        coef=tuple(float(w) for w in model.coef_[0]),
+        mean=tuple(float(m) for m in scaler.mean_),
+        scale=tuple(float(s) for s in scale),
+        dev_cases=len(y),
+        dev_brier=round(float(brier_score_loss(y, p)), 4),
+    )
+
+
+@dataclass(frozen=True)
+class Choice:
+    point: DecisionPoint
+    right_decisions: int
+    wrong_rate: float
+    coverage: float
+
+
+Evaluate = Callable[[DecisionPoint], tuple[int, int, int, int, int]]
+"""operating point → (right decisions, answers, wrong answers, answerable, answered answerable) of one phase"""
+
+
+def choose_point(evaluate: Evaluate, max_wrong: float = 0.03) -> Choice:
+    """The grid point with the most right decisions whose wrong-answer rate ≤ max_wrong;
+    when no point keeps within it, the one with the fewest wrong answers (then most right)."""
+    best: Choice | None = None
+    best_key: tuple[bool, float, int] | None = None
+    for answer_p, no_match_p, ratio in itertools.product(ANSWER_GRID, NO_MATCH_GRID, AMBIGUITY_GRID):
+        if no_match_p > answer_p:
+            continue
+        point = DecisionPoint(answer_p=answer_p, no_match_p=no_match_p, ambiguity_ratio=ratio)
+        right, answers, wrong, answerable, covered = evaluate(point)
+        rate = wrong / answers if answers else 0.0
+        within = rate <= max_wrong
+        key = (within, right if within else -rate, right)
+        if best_key is None or key > best_key:
+            best_key = key
+            best = Choice(point=point, right_decisions=right, wrong_rate=rate,
+                          coverage=covered / answerable if answerable else 0.0)
+    assert best is not None  # the grid is not empty
+    return best

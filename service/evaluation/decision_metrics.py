@@ -1,0 +1,189 @@
+"""Decision and ranking metrics over labelled cases (pure; `decisions.py` runs the service).
+
+Definitions (the issue's, made exact):
+- coverage: answerable cases (right decision `answer`) that were answered;
+- wrong-answer rate: answers whose first page (as the response shows it) is not one of the
+  case's acceptable pages, over all answers of every kind (an out-of-domain answer is wrong);
+- out-of-domain answered: out-of-domain cases answered;
+- ambiguous clarified: ambiguous cases answered with a clarification, and with one whose
+  options include the case's pages (all of them, or at least two when it lists more);
+- top-1, top-3, MRR@10 per kind: the ranking by score (distinct pages), against the case's
+  pages; out-of-domain cases have no right page and are left out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from service.domain.signals import DecisionSignals
+from service.evaluation.labelled import KINDS, LabelledQuery
+
+DECISIONS: tuple[str, ...] = ("answer", "clarify", "no_match")
+
+
+class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
+    """What the service did with one case at one phase (the cache's row)."""
+
+    case_id: str
+    phase: int
+    policy: str
+    """seed_rules | calibrated (`decision.policy` the run was made under)"""
+    status: str
+    """answer | clarify | no_match | disabled"""
+    reason: str
+    shown: tuple[str, ...]
+    """Distinct pages in the order the response lists them."""
+    ranked: tuple[str, ...]
+    """Distinct pages of the ranking by score, best first (up to 10)."""
+    options: tuple[str, ...]
+    features: dict[str, float]
+    second_same_need: bool = False
+    keyword_reason: str = ""
+    parts: tuple[DecisionSignals, ...] = ()
+    """A multi-intent query's parts' signals (`DecisionSignals.parts`)."""
+    answered_phase: int = 0
+    """The phase that produced the response (lower when a tier fell back)."""
+
+
+def top_is_right(case: LabelledQuery, pages: Sequence[str]) -> bool:
+    return bool(pages) and pages[0] in case.pages
+
+
+def clarification_is_right(case: LabelledQuery, options: Sequence[str]) -> bool:
+    need = min(len(case.pages), 2)
+    return sum(page in options for page in case.pages) >= need
+
+
+def reciprocal_rank(case: LabelledQuery, ranked: Sequence[str], k: int = 10) -> float:
+    for i, page in enumerate(ranked[:k], start=1):
+        if page in case.pages:
+            return 1.0 / i
+    return 0.0
+
+
+def _share(num: int, den: int) -> float | None:
+    return round(num / den, 4) if den else None
+
+
+@dataclass(frozen=True)
+class DecisionReport:
+    cases: int
+    confusion: dict[str, dict[str, int]]
+    """right decision → what the service did → count."""
+    coverage: float | None
+    answers: int
+    wrong_answers: int
+    wrong_rate: float | None
+    ood_answered: float | None
+    ambiguous_clarified: float | None
+    ambiguous_right_options: float | None
+    decision_accuracy: float | None
+    per_kind: dict[str, dict[str, float | int | None]]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "cases": self.cases, "confusion": self.confusion, "coverage": self.coverage,
+            "answers": self.answers, "wrong_answers": self.wrong_answers, "wrong_rate": self.wrong_rate,
+            "ood_answered": self.ood_answered, "ambiguous_clarified": self.ambiguous_clarified,
+            "ambiguous_right_options": self.ambiguous_right_options,
+            "decision_accuracy": self.decision_accuracy, "per_kind": self.per_kind,
+        }
+
+
+def report(pairs: Iterable[tuple[LabelledQuery, CaseRun]]) -> DecisionReport:
+    pairs = list(pairs)
+    confusion = {want: dict.fromkeys((*DECISIONS, "disabled"), 0) for want in DECISIONS}
+    answerable = covered = answers = wrong = ood = ood_answered = 0
+    amb = amb_clarified = amb_right = correct = 0
+    for case, run in pairs:
+        confusion[case.decision][run.status] = confusion[case.decision].get(run.status, 0) + 1
+        correct += run.status == case.decision
+        if run.status == "answer":
+            answers += 1
+            wrong += not top_is_right(case, run.shown)
+        if case.decision == "answer":
+            answerable += 1
+            covered += run.status == "answer"
+        if case.kind == "out_of_domain":
+            ood += 1
+            ood_answered += run.status == "answer"
+        if case.kind == "ambiguous":
+            amb += 1
+            if run.status == "clarify":
+                amb_clarified += 1
+                amb_right += clarification_is_right(case, run.options)
+    return DecisionReport(
+        cases=len(pairs), confusion=confusion, coverage=_share(covered, answerable),
+        answers=answers, wrong_answers=wrong, wrong_rate=_share(wrong, answers),
+        ood_answered=_share(ood_answered, ood), ambiguous_clarified=_share(amb_clarified, amb),
+        ambiguous_right_options=_share(amb_right, amb), decision_accuracy=_share(correct, len(pairs)),
+        per_kind=per_kind(pairs),
+    )
+
+
+def per_kind(pairs: Sequence[tuple[LabelledQuery, CaseRun]]) -> dict[str, dict[str, float | int | None]]:
+    """top-1, top-3 and MRR@10 of the ranking by score, per kind and for all ranked kinds."""
+    sums: Counter[tuple[str, str]] = Counter()
+    for case, run in pairs:
+        if not case.pages:
+            continue
+        for kind in (case.kind, "all"):
+            sums[(kind, "n")] += 1
+            sums[(kind, "top1")] += top_is_right(case, run.ranked)
+            sums[(kind, "top3")] += any(page in case.pages for page in run.ranked[:3])
+            sums[(kind, "mrr")] += reciprocal_rank(case, run.ranked)  # type: ignore[assignment]
+    out: dict[str, dict[str, float | int | None]] = {}
+    for kind in (*KINDS, "all"):
+        n = int(sums[(kind, "n")])
+        if n == 0:
+            continue
+        out[kind] = {
+            "n": n,
+            "top1": round(sums[(kind, "top1")] / n, 4),
+            "top3": round(sums[(kind, "top3")] / n, 4),
+            "mrr@10": round(sums[(kind, "mrr")] / n, 4),
+        }
+    return out
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    threshold: float
+    coverage: float
+    risk: float
+    answers: int
+
+
+def risk_coverage(points: Sequence[tuple[float, bool, bool]]) -> list[CurvePoint]:
+    """Answer iff score ≥ threshold, for every distinct score as threshold (high → low).
+
+    `points` are (score, answerable, top page right): coverage and risk as in `report`.
+    """
+    answerable = sum(1 for _, a, _ in points if a)
+    curve: list[CurvePoint] = []
+    ordered = sorted(points, key=lambda p: -p[0])
+    answered = covered = wrong = 0
+    i = 0
+    while i < len(ordered):
+        threshold = ordered[i][0]
+        while i < len(ordered) and ordered[i][0] == threshold:
+            _, is_answerable, right = ordered[i]
+            answered += 1
+            covered += is_answerable
+            wrong += not right
+            i += 1
+        curve.append(CurvePoint(
+            threshold=threshold, coverage=covered / answerable if answerable else 0.0,
+            risk=wrong / answered, answers=answered,
+        ))
+    return curve
+
+
+def best_threshold(curve: Sequence[CurvePoint], max_risk: float) -> CurvePoint | None:
+    """The lowest threshold (most coverage) whose risk stays within `max_risk`."""
+    ok = [p for p in curve if p.risk <= max_risk]
+    return min(ok, key=lambda p: p.threshold) if ok else None

@@ -1,0 +1,516 @@
+"""`python -m service eval-decisions` and `python -m service fit-decisions`.
+
+eval-decisions --queries FILE [--phase N|all] [--json FILE] [--plot FILE] [--model FILE]
+    Every labelled case (service/evaluation/labelled.py) through the service's own
+    `Pipeline.run`, in-process, at phases 1-3, once per decision policy (`seed_rules`, and
+    `calibrated` when the fitted file loads): its own database `eval_decisions_<corpus>` on the
+    same server as `eval` (DATABASE_URL, else the embedded PostgreSQL under DATA_DIR), seeded
+    from SEEDS_DIR with the service's seeder, the real model.  Per phase, policy and split:
+    the confusion matrix, coverage, wrong answers, out-of-domain answered, ambiguous clarified
+    (with the right pages), top-1 / top-3 / MRR@10 per kind; `--plot` draws the
+    risk-coverage curves.  Warns when the fitted file was made for another corpus version.
+
+fit-decisions --queries FILE [--out FILE]
+    Collects the same signals (`Outcome.signals`), fits one logistic model per phase on the
+    dev split (decide/calibration_fit.py), chooses answer_p / no_match_p / ambiguity_ratio on
+    dev by replaying the calibrated rule (`calibration.choose`), and writes the versioned JSON
+    the service loads (decide/data/calibration.json by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from service.decide.calibration import (
+    FEATURES,
+    MODEL_FORMAT,
+    CalibrationError,
+    CalibrationModel,
+    KeywordVerdict,
+    choose,
+    corpus_fingerprint,
+    load_model,
+    multi_intent_credible,
+    pages_fingerprint,
+    probability,
+)
+from service.evaluation.command import database_name, load_cached_embedder, prepare_database, say
+from service.evaluation.decision_metrics import (
+    CaseRun,
+    DecisionReport,
+    best_threshold,
+    report,
+    risk_coverage,
+    top_is_right,
+)
+from service.evaluation.labelled import SPLITS, LabelledQuery, QuerySetError, load_query_set
+from service.flags import DecisionPoint, Flags, TimeoutFlags, load_flags
+from service.settings import PROJECT_ROOT, Settings
+
+DEFAULT_MODEL_FILE = PROJECT_ROOT / "service" / "decide" / "data" / "calibration.json"
+PHASES = (1, 2, 3)
+POLICIES = ("seed_rules", "calibrated")
+MAX_WRONG = 0.03
+
+
+# -- running the service ------------------------------------------------------------
+def _pages(slugs: Sequence[str], limit: int = 10) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(slugs))[:limit]
+
+
+async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int, policy: str) -> CaseRun:
+    """One case through `Pipeline.run` (the service's path) at one phase under one policy."""
+    from service.pipeline import RetrieveParams
+
+    outcome = await pipeline.run(RetrieveParams(query=case.query, phase_cap=phase, top_k=10), flags, observe=False)
+    signals = outcome.signals
+    return CaseRun(
+        case_id=case.id, phase=phase, policy=policy, status=outcome.status, reason=outcome.reason,
+        shown=_pages([e.doc_slug for e in outcome.results]), options=tuple(o.doc_slug for o in outcome.options),
+        ranked=signals.ranking if signals is not None else (),
+        features=dict(signals.features) if signals is not None else dict.fromkeys(FEATURES, 0.0),
+        second_same_need=signals.second_same_need if signals is not None else False,
+        parts=signals.parts if signals is not None else (),
+        keyword_reason=signals.keyword_reason if signals is not None else "",
+        answered_phase=outcome.phase,
+    )
+
+
+class Collected(msgspec.Struct, kw_only=True):
+    corpus: str
+    corpus_fingerprint: str
+    pages_fingerprint: str
+    runs: list[CaseRun]
+
+
+def policy_flags(flags: Flags, policy: str) -> Flags:
+    # Decisions, not latency, are measured: a loaded machine must not turn phase 3 into a fallback.
+    return msgspec.structs.replace(
+        flags, timeouts=TimeoutFlags(db_ms=60_000, phase_ms=60_000),
+        decision=msgspec.structs.replace(flags.decision, policy=policy),
+    )
+
+
+async def collect(
+    cases: Sequence[LabelledQuery], dsn: str, settings: Settings, flags: Flags, corpus: str,
+    model: CalibrationModel | None, policies: Sequence[str],
+) -> Collected:
+    from service.db.pool import create_pool
+    from service.db.repo import load_chunks, load_documents
+    from service.ingest.indexer import index_embeddings
+    from service.ingest.seeder import SeedOptions, default_chunker, seed
+    from service.normalize.lexicon import load_synonyms
+    from service.pipeline import Pipeline, SemanticLeg
+    from service.scoring.glossary import Glossary, load_glossary
+    from service.scoring.semantic import QueryEmbeddingCache
+
+    name = database_name(f"decisions_{corpus}")
+    dsn = await prepare_database(dsn, name, settings.migrations_dir)
+    pool = await create_pool(dsn, min_size=1, max_size=4)
+    try:
+        seeded = await seed(
+            pool, settings.seeds_dir, default_chunker(flags.chunking.max_tokens), SeedOptions.from_flags(flags),
+        )
+        say(f"seeded {name} from {settings.seeds_dir}: documents {msgspec.to_builtins(seeded.documents)}")
+        documents, chunks = await load_documents(pool), await load_chunks(pool)
+        fingerprint = corpus_fingerprint({d.slug: d.content_hash for d in documents})
+        glossary_file = settings.seeds_dir / "core_concepts.yaml"
+        glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
+        synonyms = load_synonyms(settings.seeds_dir / "synonyms.yaml")
+        pipeline = Pipeline(glossary=glossary, synonyms=synonyms, flags=lambda: flags)
+        pipeline.load_corpus(documents, chunks, 1)
+        pipeline.calibration = model
+        embedder = load_cached_embedder(settings, flags.embedding.backend)
+        indexed = await index_embeddings(pool, embedder, batch_size=flags.embedding.batch_size)
+        say(f"embeddings: {indexed.embedded} embedded, {indexed.reused} reused")
+
+        async def serving_model() -> str | None:
+            return str(embedder.model_name)
+
+        pipeline.semantic = SemanticLeg(
+            embedder=embedder, cache=QueryEmbeddingCache(flags.embedding.query_cache_size),
+            pool=lambda: pool, model=serving_model,
+        )
+        runs: list[CaseRun] = []
+        started = time.perf_counter()
+        for policy in policies:
+            run_flags = policy_flags(flags, policy)
+            for i, case in enumerate(cases, start=1):
+                for phase in PHASES:
+                    runs.append(await run_case(pipeline, run_flags, case, phase, policy))
+                if i % 100 == 0:
+                    say(f"{policy}: {i}/{len(cases)} cases ({time.perf_counter() - started:.0f}s)")
+    finally:
+        await pool.close()
+    return Collected(
+        corpus=corpus, corpus_fingerprint=fingerprint, pages_fingerprint=pages_fingerprint(d.slug for d in documents),
+        runs=runs,
+    )
+
+
+def run_service(
+    settings: Settings, cases: list[LabelledQuery], corpus: str, model: CalibrationModel | None,
+    policies: Sequence[str], signals_file: Path | None = None,
+) -> Collected:
+    """Every case through the pipeline; `signals_file`: reuse the runs it holds (fit-decisions only)."""
+    from service.db.server import run_with_database
+
+    if signals_file is not None and signals_file.exists():
+        saved = msgspec.json.decode(signals_file.read_bytes(), type=Collected)
+        if {r.case_id for r in saved.runs} >= {c.id for c in cases}:
+            say(f"signals from {signals_file} (corpus {saved.corpus_fingerprint[:12]}); delete it to run the service")
+            return saved
+    flags = load_flags(settings.flags_file)
+    collected = run_with_database(
+        settings, lambda dsn: collect(cases, dsn, settings, flags, corpus, model, policies),
+    )
+    if signals_file is not None:
+        signals_file.parent.mkdir(parents=True, exist_ok=True)
+        signals_file.write_bytes(msgspec.json.encode(collected))
+        say(f"wrote {signals_file}")
+    return collected
+
+
+# -- the calibrated rule replayed on recorded signals (the threshold grid) -------------
+def calibrated_p(model: CalibrationModel, run: CaseRun) -> float:
+    return probability(model.phases[str(run.phase)], run.features)
+
+
+def replayed_status(
+    run: CaseRun, p: float, point: DecisionPoint, keyword: KeywordVerdict | None, multi_credible: bool = True,
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(status, shown pages, options) the calibrated policy gives this (seed-rules) run's signals."""
+    if run.reason == "multi_intent" and multi_credible:
+        return run.status, run.shown, run.options
+    if run.keyword_reason == "out_of_domain" and run.reason != "multi_intent":
+        return "no_match", (), ()
+    if run.keyword_reason == "explain_subject_is_title" and run.reason != "multi_intent":
+        return "answer", run.shown, ()  # the seed rules' answer: the named page first
+    f = run.features
+    if not run.ranked or f["top_score"] <= 0 or f["tokens"] == 0:
+        return "no_match", (), ()
+    action = choose(
+        p, score_ratio=f["score_ratio"], has_second=len(run.ranked) > 1, second_same_need=run.second_same_need,
+        point=point, keyword=keyword, top_doc=run.ranked[0],
+    )
+    if action == "no_match":
+        return "no_match", (), ()
+    options = run.ranked[:2] if action == "ambiguous" else run.ranked[:3] if action == "weak" else ()
+    return ("answer" if action == "answer" else "clarify"), run.ranked, options
+
+
+def fit(collected: Collected, cases: Sequence[LabelledQuery], query_set: str) -> CalibrationModel:
+    import sklearn
+
+    from service.decide.calibration_fit import Choice, choose_point, fit_phase
+
+    by_id = {c.id: c for c in cases}
+    dev = [r for r in collected.runs if by_id[r.case_id].split == "dev" and r.policy == "seed_rules"]
+    phases = {}
+    for phase in PHASES:
+        rows = [r for r in dev if r.phase == phase]
+        labels = [int(top_is_right(by_id[r.case_id], r.ranked)) for r in rows]
+        phases[str(phase)] = fit_phase([r.features for r in rows], labels)
+        say(f"phase {phase}: fitted on {len(rows)} dev cases, Brier {phases[str(phase)].dev_brier}")
+    stamp = dt.datetime.now(dt.UTC)
+    draft = CalibrationModel(
+        format=MODEL_FORMAT,
+        version=f"{collected.corpus}-{collected.corpus_fingerprint[:8]}-{stamp:%Y%m%d%H%M}",
+        corpus=collected.corpus, corpus_fingerprint=collected.corpus_fingerprint,
+        pages_fingerprint=collected.pages_fingerprint, features=FEATURES,
+        phases=phases, answer_p=(0.5,) * 3, no_match_p=(0.1,) * 3, ambiguity_ratio=(1.01,) * 3,  # chosen below
+        library=f"scikit-learn {sklearn.__version__}", query_set=query_set,
+        fitted_at=stamp.isoformat(timespec="seconds"),
+    )
+    p_of = {(r.case_id, r.phase): calibrated_p(draft, r) for r in dev}
+    by_key = {(r.case_id, r.phase): r for r in dev}
+    chosen: dict[int, Choice] = {}
+    for phase in PHASES:  # in order: phase 3's keyword verdict uses phase 2's point
+        mine = [r for r in dev if r.phase == phase]
+
+        def evaluate(point: DecisionPoint, mine: list[CaseRun] = mine) -> tuple[int, int, int, int, int]:
+            right = answers = wrong = answerable = covered = 0
+            for r in mine:
+                case = by_id[r.case_id]
+                verdict = _verdict(by_key, p_of, r, chosen[2].point) if r.phase == 3 else None
+                # Multi-intent parts are keyword searches: phase 3 judges them with phase 2's model.
+                part_phase, part_point = (2, chosen[2].point) if r.phase == 3 else (r.phase, point)
+                multi_ok = r.reason != "multi_intent" or multi_intent_credible(
+                    draft.phases[str(part_phase)], part_point, r.shown, r.parts)
+                status, shown, options = replayed_status(r, p_of[(r.case_id, r.phase)], point, verdict, multi_ok)
+                right += _right_decision(case, status, shown, options)
+                if status == "answer":
+                    answers += 1
+                    wrong += not top_is_right(case, shown)
+                if case.decision == "answer":
+                    answerable += 1
+                    covered += status == "answer"
+            return right, answers, wrong, answerable, covered
+
+        chosen[phase] = choose_point(evaluate, MAX_WRONG)
+        c = chosen[phase]
+        say(f"phase {phase} on dev: {msgspec.to_builtins(c.point)}; wrong answers {c.wrong_rate:.1%}, "
+            f"coverage {c.coverage:.1%}, right decisions {c.right_decisions}/{len(mine)}")
+    points = [chosen[ph].point for ph in PHASES]
+    return msgspec.structs.replace(
+        draft,
+        answer_p=_three([pt.answer_p for pt in points]), no_match_p=_three([pt.no_match_p for pt in points]),
+        ambiguity_ratio=_three([pt.ambiguity_ratio for pt in points]),
+        dev_summary={str(ph): {"coverage": round(chosen[ph].coverage, 4), "wrong_rate": round(chosen[ph].wrong_rate, 4)}
+                     for ph in PHASES},
+    )
+
+
+def _three(values: Sequence[float]) -> tuple[float, float, float]:
+    return (values[0], values[1], values[2])
+
+
+def _verdict(
+    by_key: dict[tuple[str, int], CaseRun], p_of: dict[tuple[str, int], float], run: CaseRun, point: DecisionPoint,
+) -> KeywordVerdict | None:
+    """Phase 2's verdict on phase 3's keyword leg: the same case's phase-2 run."""
+    if (run.case_id, 2) not in by_key:
+        return None
+    two = by_key[(run.case_id, 2)]
+    return KeywordVerdict(p=p_of[(run.case_id, 2)], top_doc=two.ranked[0] if two.ranked else None, point=point)
+
+
+def _right_decision(case: LabelledQuery, status: str, shown: Sequence[str], options: Sequence[str]) -> bool:
+    """The labelled decision, and for an answer the right page first, for a clarification the right options."""
+    from service.evaluation.decision_metrics import clarification_is_right
+
+    if status != case.decision:
+        return False
+    if status == "answer":
+        return top_is_right(case, shown)
+    if status == "clarify":
+        return clarification_is_right(case, options)
+    return True
+
+
+# -- reporting -----------------------------------------------------------------
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def split_reports(runs: Sequence[CaseRun], by_id: dict[str, LabelledQuery], phase: int) -> dict[str, DecisionReport]:
+    out: dict[str, DecisionReport] = {}
+    for split in SPLITS:
+        pairs = [(by_id[r.case_id], r) for r in runs if r.phase == phase and by_id[r.case_id].split == split]
+        out[split] = report(pairs)
+    return out
+
+
+def summary_table(results: dict[str, dict[int, dict[str, DecisionReport]]]) -> str:
+    lines = [
+        "| phase | policy | split | coverage | wrong answers | OOD answered | ambiguous: clarified (right pages) | right decisions |",
+        "|---:|---|---|---:|---:|---:|---:|---:|",
+    ]
+    phases = sorted({ph for by_phase in results.values() for ph in by_phase})
+    for phase in phases:
+        for policy, by_phase in results.items():
+            for split, r in by_phase[phase].items():
+                lines.append(
+                    f"| {phase} | {policy} | {split} | {_pct(r.coverage)} | {_pct(r.wrong_rate)} "
+                    f"({r.wrong_answers}/{r.answers}) | {_pct(r.ood_answered)} | {_pct(r.ambiguous_clarified)} "
+                    f"({_pct(r.ambiguous_right_options)}) | {_pct(r.decision_accuracy)} |"
+                )
+    return "\n".join(lines)
+
+
+def confusion_table(results: dict[str, dict[int, dict[str, DecisionReport]]]) -> str:
+    lines = ["Confusion (labelled → decided: answer / clarify / no_match):", ""]
+    for policy, by_phase in results.items():
+        for phase, splits in by_phase.items():
+            for split, r in splits.items():
+                cells = "; ".join(
+                    f"{want} → {c['answer']}/{c['clarify']}/{c['no_match']}" for want, c in r.confusion.items()
+                )
+                lines.append(f"- phase {phase} {policy} {split}: {cells}")
+    return "\n".join(lines)
+
+
+def kind_table(by_phase: dict[int, dict[str, DecisionReport]]) -> str:
+    lines = [
+        "| phase | kind | dev top-1 | dev top-3 | dev MRR@10 | test top-1 | test top-3 | test MRR@10 |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for phase, splits in by_phase.items():
+        kinds = list(dict.fromkeys([*splits["dev"].per_kind, *splits["test"].per_kind]))
+        for kind in kinds:
+            cells = []
+            for split in SPLITS:
+                m = splits[split].per_kind.get(kind)
+                cells += ["-", "-", "-"] if m is None else [
+                    _pct(float(m["top1"] or 0)), _pct(float(m["top3"] or 0)), f"{float(m['mrr@10'] or 0):.3f}"]
+            lines.append(f"| {phase} | {kind} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_curves(path: Path, runs: Sequence[CaseRun], by_id: dict[str, LabelledQuery], model: CalibrationModel | None) -> None:
+    """Risk-coverage per phase: answer iff p ≥ t (calibrated) or top score ≥ t (without a model)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(PHASES), figsize=(5 * len(PHASES), 4), sharey=True)
+    for ax, phase in zip(axes, PHASES, strict=True):
+        for split in SPLITS:
+            mine = [r for r in runs if r.phase == phase and r.policy == "seed_rules" and by_id[r.case_id].split == split]
+            points = [
+                (calibrated_p(model, r) if model else r.features["top_score"], by_id[r.case_id].decision == "answer",
+                 top_is_right(by_id[r.case_id], r.ranked))
+                for r in mine
+            ]
+            curve = risk_coverage(points)
+            ax.plot([p.coverage for p in curve], [p.risk for p in curve], label=split)
+        ax.axhline(MAX_WRONG, color="grey", linestyle=":", linewidth=1)
+        ax.set_title(f"phase {phase}: answer iff {'p' if model else 'top score'} ≥ t")
+        ax.set_xlabel("coverage (answerable answered)")
+        ax.legend()
+    axes[0].set_ylabel("risk (wrong answers / answers)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    say(f"wrote {path}")
+
+
+def threshold_notes(runs: Sequence[CaseRun], by_id: dict[str, LabelledQuery], model: CalibrationModel) -> list[str]:
+    """Where the curve (answer iff p ≥ t, nothing else) crosses 3 % risk, per phase and split."""
+    out = []
+    for phase in PHASES:
+        for split in SPLITS:
+            points = [(calibrated_p(model, r), by_id[r.case_id].decision == "answer",
+                       top_is_right(by_id[r.case_id], r.ranked))
+                      for r in runs if r.phase == phase and r.policy == "seed_rules" and by_id[r.case_id].split == split]
+            best = best_threshold(risk_coverage(points), MAX_WRONG)
+            if best is not None:
+                out.append(f"phase {phase} {split}: p ≥ {best.threshold:.3f} keeps risk {best.risk:.1%} "
+                           f"at coverage {best.coverage:.1%}")
+    return out
+
+
+# -- commands ------------------------------------------------------------------
+def _load_cases(path: Path) -> tuple[list[LabelledQuery], str] | None:
+    try:
+        cases = load_query_set(path)
+    except QuerySetError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return None
+    import yaml
+
+    corpus = str(yaml.safe_load(path.read_text(encoding="utf-8")).get("corpus", path.stem))
+    return cases, corpus
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser(
+        "eval-decisions", help="answer / clarify / no-match quality on a labelled query set",
+        description="Run every labelled case through the pipeline in-process (own database, real "
+        "model) under both decision policies and report decisions and ranking per phase, kind and split.",
+    )
+    p.add_argument("--queries", type=Path, required=True, help="labelled query set (bench/queries/*.yaml)")
+    p.add_argument("--phase", choices=("1", "2", "3", "all"), default="all")
+    p.add_argument("--json", type=Path, help="also write the reports as JSON")
+    p.add_argument("--plot", type=Path, help="write the risk-coverage curves as a PNG")
+    p.add_argument("--model", type=Path, default=DEFAULT_MODEL_FILE, help="fitted calibration file")
+    p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
+    p.add_argument("--seeds-dir", type=Path, help="corpus to serve (env SEEDS_DIR)")
+    p.set_defaults(handler=run_eval)
+
+    f = sub.add_parser(
+        "fit-decisions", help="fit the calibrated decision on a labelled set's dev split",
+        description="Run the labelled set through the pipeline, fit one logistic model per phase on dev, "
+        "choose answer_p / no_match_p / ambiguity_ratio on dev for <= 3 %% wrong answers, write the JSON.",
+    )
+    f.add_argument("--queries", type=Path, required=True)
+    f.add_argument("--out", type=Path, default=DEFAULT_MODEL_FILE)
+    f.add_argument("--signals", type=Path,
+                   help="runs file: read when it exists (delete it after a ranking change), else written")
+    f.add_argument("--data-dir", type=Path)
+    f.add_argument("--seeds-dir", type=Path)
+    f.set_defaults(handler=run_fit)
+
+
+def run_fit(args: argparse.Namespace, settings: Settings) -> int:
+    settings = settings.with_overrides(data_dir=args.data_dir, seeds_dir=args.seeds_dir)
+    loaded = _load_cases(args.queries)
+    if loaded is None:
+        return 2
+    cases, corpus = loaded
+    collected = run_service(settings, cases, corpus, None, ("seed_rules",), args.signals)
+    try:
+        model = fit(collected, cases, str(args.queries))
+    except (CalibrationError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(msgspec.json.format(msgspec.json.encode(model), indent=2) + b"\n")
+    print(f"wrote {args.out} (version {model.version}); flags.yaml `decision:` should repeat "
+          f"answer_p {model.answer_p}, no_match_p {model.no_match_p}, ambiguity_ratio {model.ambiguity_ratio}")
+    return 0
+
+
+def run_eval(args: argparse.Namespace, settings: Settings) -> int:
+    settings = settings.with_overrides(data_dir=args.data_dir, seeds_dir=args.seeds_dir)
+    loaded = _load_cases(args.queries)
+    if loaded is None:
+        return 2
+    cases, corpus = loaded
+    by_id = {c.id: c for c in cases}
+    model: CalibrationModel | None = None
+    try:
+        model = load_model(args.model)
+    except CalibrationError as err:
+        say(f"no calibrated decision to compare: {err}")
+    policies = POLICIES if model is not None else POLICIES[:1]
+    collected = run_service(settings, cases, corpus, model, policies)
+    if model is not None and model.corpus_fingerprint != collected.corpus_fingerprint:
+        print(
+            f"WARNING: {args.model} was fitted for corpus {model.corpus} version "
+            f"{model.corpus_fingerprint[:12]}, this run served {collected.corpus} version "
+            f"{collected.corpus_fingerprint[:12]}: its probabilities do not describe these pages. Refit: "
+            f"`python -m service fit-decisions --queries {args.queries}`", file=sys.stderr,
+        )
+    phases = list(PHASES) if args.phase == "all" else [int(args.phase)]
+    results = {
+        policy: {ph: split_reports([r for r in collected.runs if r.policy == policy], by_id, ph) for ph in phases}
+        for policy in policies
+    }
+    flags = load_flags(settings.flags_file)
+    print(f"## {args.queries}: {len(cases)} cases, corpus {collected.corpus} {collected.corpus_fingerprint[:12]}\n")
+    if model is not None:
+        print(f"calibrated: {model.version} with flags (phases 1, 2, 3) answer_p {flags.decision.answer_p}, "
+              f"no_match_p {flags.decision.no_match_p}, ambiguity_ratio {flags.decision.ambiguity_ratio}\n")
+    print(summary_table(results) + "\n")
+    print("Ranking by kind (the ranking by score; the same for both policies):\n\n"
+          + kind_table(results["seed_rules"]) + "\n")
+    print(confusion_table(results) + "\n")
+    if model is not None:
+        for line in threshold_notes(collected.runs, by_id, model):
+            print(line)
+    if args.plot:
+        plot_curves(args.plot, collected.runs, by_id, model)
+    if args.json:
+        payload = {
+            "queries": str(args.queries), "corpus": collected.corpus,
+            "corpus_fingerprint": collected.corpus_fingerprint, "model": model.version if model else None,
+            "policies": {name: {str(ph): {s: r.as_dict() for s, r in splits.items()} for ph, splits in by_phase.items()}
+                         for name, by_phase in results.items()},
+            "runs": msgspec.to_builtins(collected.runs),
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        say(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,234 @@
+"""The calibrated decision: features, the logistic maths, the rule table, the ambiguity rule."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from service.decide.calibration import (
+    FEATURES,
+    MODEL_FORMAT,
+    CalibrationError,
+    CalibrationModel,
+    KeywordVerdict,
+    PhaseModel,
+    choose,
+    contributions,
+    corpus_fingerprint,
+    decide_calibrated,
+    explain,
+    features_of,
+    load_model,
+    multi_intent_credible,
+    pages_fingerprint,
+    probability,
+    same_need,
+    sigmoid,
+)
+from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery
+from service.flags import DecisionFlags, DecisionPoint
+
+T = DecisionPoint(answer_p=0.7, no_match_p=0.2, ambiguity_ratio=0.9)
+Q = NormalizedQuery(raw="remove a widget", tokens=("remove", "widget"), phrase="remove widget")
+
+
+def ev(slug: str, score: float, header: str = "Page > Intro", index: int = 0, raw: float = 5.0) -> Evidence:
+    return Evidence(
+        doc_slug=slug, title=slug.split("/")[1].replace("-", " ").title(), category=slug.split("/")[0],
+        snippet="s", score=score, content_hash="h", matched_terms=("widget",), source="hybrid",
+        header_path=header, chunk_index=index, raw_score=raw, title_or_keyword_hit=True,
+    )
+
+
+def zero_model(intercept: float = 0.0) -> PhaseModel:
+    n = len(FEATURES)
+    return PhaseModel(intercept=intercept, coef=(0.0,) * n, mean=(0.0,) * n, scale=(1.0,) * n)
+
+
+def test_sigmoid_is_stable_at_the_extremes() -> None:
+    assert sigmoid(0.0) == 0.5
+    assert sigmoid(800.0) == 1.0 and sigmoid(-800.0) == 0.0
+    assert sigmoid(2.0) == pytest.approx(1 / (1 + math.exp(-2.0)))
+
+
+def test_probability_is_the_logistic_of_standardised_features() -> None:
+    coef = [0.0] * len(FEATURES)
+    mean = [0.0] * len(FEATURES)
+    scale = [1.0] * len(FEATURES)
+    i = FEATURES.index("top_similarity")
+    coef[i], mean[i], scale[i] = 2.0, 0.5, 0.1
+    model = PhaseModel(intercept=-1.0, coef=tuple(coef), mean=tuple(mean), scale=tuple(scale))
+    features = dict.fromkeys(FEATURES, 0.0) | {"top_similarity": 0.7}
+    # z = (0.7 - 0.5) / 0.1 = 2 → logit = -1 + 2·2 = 3
+    assert probability(model, features) == pytest.approx(sigmoid(3.0))
+    assert contributions(model, features)["top_similarity"] == pytest.approx(4.0)
+    assert "top_similarity 0.7 (+4.00)" in explain(model, features, probability(model, features))
+
+
+def test_features_come_from_the_ranking_by_score_and_cover_every_name() -> None:
+    unsorted = [ev("widgets/navigator", 0.51), ev("actions/note-actions", 0.99), ev("widgets/recent", 0.69)]
+    f = features_of(Q, unsorted)
+    assert set(f) == set(FEATURES)
+    assert f["top_score"] == 0.99 and f["score_gap"] == pytest.approx(0.30)
+    assert f["score_ratio"] == pytest.approx(0.69 / 0.99)
+    assert f["distinct_pages"] == pytest.approx(math.log1p(3))
+    assert f["top_similarity"] == 0.0  # no semantic leg before phase 3
+
+
+def test_same_need_is_the_same_section_heading_on_two_pages() -> None:
+    a = ev("widgets/widget-manager", 0.9, "Widget Manager > Removing a widget")
+    b = ev("actions/widget-actions", 0.88, "Widget Actions > Removing a widget")
+    c = ev("widgets/widgets", 0.87, "Widgets > What widgets are")
+    assert same_need(a, b)
+    assert not same_need(a, c)
+
+
+@pytest.mark.parametrize(
+    ("p", "ratio", "same", "expected"),
+    [
+        (0.1, 0.5, False, "no_match"),
+        (0.9, 0.5, False, "answer"),
+        (0.5, 0.5, False, "weak"),
+        (0.9, 0.95, False, "ambiguous"),  # two pages nearly level, different needs: ask
+        (0.9, 0.95, True, "answer"),  # same need on both pages: answer with the better
+    ],
+)
+def test_rule_table(p: float, ratio: float, same: bool, expected: str) -> None:
+    assert choose(p, score_ratio=ratio, has_second=True, second_same_need=same, point=T) == expected
+
+
+def test_phase3_defers_to_a_plausible_phase2() -> None:
+    plausible = KeywordVerdict(p=0.3, top_doc="actions/note-actions", point=T)
+    assert choose(0.1, score_ratio=0.5, has_second=True, second_same_need=False, point=T,
+                  keyword=plausible, top_doc="actions/note-actions") == "weak"
+    sure = KeywordVerdict(p=0.95, top_doc="actions/note-actions", point=T)
+    # phase 2 would answer with the same top page: no question, no no-match
+    assert choose(0.5, score_ratio=0.95, has_second=True, second_same_need=False, point=T,
+                  keyword=sure, top_doc="actions/note-actions") == "answer"
+    # ... but a different top page at phase 3 does not borrow phase 2's confidence
+    assert choose(0.5, score_ratio=0.5, has_second=True, second_same_need=False, point=T,
+                  keyword=sure, top_doc="widgets/navigator") == "weak"
+
+
+def test_decision_results_are_sorted_and_options_come_from_the_same_ranking() -> None:
+    unsorted = [ev("widgets/navigator", 0.51), ev("actions/note-actions", 0.99), ev("widgets/recent", 0.69)]
+    answer = decide_calibrated(unsorted, Q, 0.9, "p=0.9", T)
+    assert isinstance(answer, Answer)
+    assert [e.score for e in answer.results] == [0.99, 0.69, 0.51]
+    assert answer.results[0].match_explain[-1] == "p=0.9"
+    weak = decide_calibrated(unsorted, Q, 0.5, "p=0.5", T)
+    assert isinstance(weak, Clarify)
+    assert [o.doc_slug for o in weak.options] == ["actions/note-actions", "widgets/recent", "widgets/navigator"]
+    assert isinstance(decide_calibrated(unsorted, Q, 0.05, "p", T), NoMatch)
+
+
+def test_same_need_duplicates_answer_with_the_better_and_name_the_other() -> None:
+    results = [
+        ev("widgets/widget-manager", 0.90, "Widget Manager > Removing a widget"),
+        ev("actions/widget-actions", 0.88, "Widget Actions > Removing a widget"),
+    ]
+    decision = decide_calibrated(results, Q, 0.9, "p", T)
+    assert isinstance(decision, Answer)
+    assert decision.results[0].doc_slug == "widgets/widget-manager"
+    assert any(line.startswith("related: Widget Actions") for line in decision.results[0].match_explain)
+    different = [results[0], ev("widgets/quick-links", 0.88, "Quick Links > Removing a link")]
+    asked = decide_calibrated(different, Q, 0.9, "p", T)
+    assert isinstance(asked, Clarify)
+    assert [o.doc_slug for o in asked.options] == ["widgets/widget-manager", "widgets/quick-links"]
+
+
+def _model_file(tmp_path: Path, **changes: object) -> Path:
+    model = CalibrationModel(
+        format=MODEL_FORMAT, version="seed-test", corpus="seed", corpus_fingerprint="f" * 64,
+        features=FEATURES, phases={"1": zero_model(), "2": zero_model(), "3": zero_model(1.0)},
+        pages_fingerprint="e" * 64, answer_p=(0.7,) * 3, no_match_p=(0.2,) * 3, ambiguity_ratio=(0.9,) * 3,
+        library="scikit-learn x", query_set="q",
+        fitted_at="2026-11-22T00:00:00+00:00",
+    )
+    model = msgspec.structs.replace(model, **changes)
+    path = tmp_path / "calibration.json"
+    path.write_bytes(msgspec.json.encode(model))
+    return path
+
+
+def test_model_file_round_trips_and_rejects_other_features(tmp_path: Path) -> None:
+    model = load_model(_model_file(tmp_path))
+    assert model.version == "seed-test"
+    assert probability(model.phases["3"], dict.fromkeys(FEATURES, 0.0)) == pytest.approx(sigmoid(1.0))
+    with pytest.raises(CalibrationError, match="other features"):
+        load_model(_model_file(tmp_path, features=("top_score",)))
+    with pytest.raises(CalibrationError, match="format"):
+        load_model(_model_file(tmp_path, format=99))
+
+
+def test_fingerprint_ignores_order_and_sees_content_changes() -> None:
+    a = corpus_fingerprint({"a/x": "1", "b/y": "2"})
+    assert a == corpus_fingerprint({"b/y": "2", "a/x": "1"})
+    assert a != corpus_fingerprint({"a/x": "1", "b/y": "3"})
+
+
+def test_a_multi_intent_answer_stands_only_on_parts_sure_of_their_page() -> None:
+    from service.domain.signals import DecisionSignals
+
+    sure = dict.fromkeys(FEATURES, 0.0)
+    model = zero_model(intercept=2.0)  # p = σ(2) ≈ 0.88 for every part
+    parts = (
+        DecisionSignals(features=sure, ranking=("concepts/workspace", "actions/workspaces")),
+        DecisionSignals(features=sure, ranking=("concepts/widgets",)),
+    )
+    assert multi_intent_credible(model, T, ["concepts/workspace", "concepts/widgets"], parts)
+    # a page that no part ranks first is a guess, not a second intent
+    assert not multi_intent_credible(model, T, ["actions/workspaces", "concepts/widgets"], parts)
+    # parts the model doubts (p ≈ 0.12 < answer_p 0.7): decide the whole query instead
+    assert not multi_intent_credible(zero_model(-2.0), T, ["concepts/workspace", "concepts/widgets"], parts)
+
+
+def test_multi_intent_on_phase3_uses_the_fused_scale_sorted() -> None:
+    from service.decide.calibrated_policy import multi_intent_on
+    from service.domain.types import Option
+
+    keyword = Answer(
+        results=(ev("concepts/workspace", 4.05), ev("concepts/widgets", 5.98)), confidence=1.0,
+        message="Which one should I go deeper on?", reason="multi_intent",
+        options=(Option(doc_slug="concepts/workspace", title="W", category="concepts"),
+                 Option(doc_slug="concepts/widgets", title="X", category="concepts")),
+    )
+    fused = [ev("concepts/widgets", 0.61), ev("concepts/workspace", 0.83), ev("concepts/workspace", 0.4, index=1)]
+    on_fused = multi_intent_on(fused, keyword)
+    assert [(e.doc_slug, e.score) for e in on_fused.results] == [("concepts/workspace", 0.83), ("concepts/widgets", 0.61)]
+    assert on_fused.message == keyword.message and on_fused.options == keyword.options
+
+
+def test_decision_flags_refuse_a_no_match_point_above_the_answer_point() -> None:
+    with pytest.raises(msgspec.ValidationError, match="no_match_p"):
+        msgspec.convert({"answer_p": [0.8, 0.5, 0.8], "no_match_p": [0.3, 0.6, 0.3]}, DecisionFlags)
+    flags = msgspec.convert({"answer_p": [0.8, 0.7, 0.9]}, DecisionFlags)
+    assert flags.at(3).answer_p == 0.9 and flags.at(2).answer_p == 0.7
+
+
+def test_pages_fingerprint_is_the_set_of_slugs() -> None:
+    assert pages_fingerprint(["b", "a"]) == pages_fingerprint(["a", "b", "a"])
+    assert pages_fingerprint(["a"]) != pages_fingerprint(["a", "c"])
+
+
+@pytest.mark.parametrize("p", [0.05, 0.5, 0.9])
+@pytest.mark.parametrize("second_score", [0.3, 0.95])
+def test_the_fit_replays_the_rule_the_service_applies(p: float, second_score: float) -> None:
+    """fit-decisions chooses thresholds by replaying recorded signals: it must decide as decide_calibrated."""
+    from service.decide.calibration import decision_signals
+    from service.evaluation.decision_metrics import CaseRun
+    from service.evaluation.decisions import replayed_status
+
+    ranking = [ev("concepts/home", 1.0, "Home > Start"), ev("concepts/dashboard", second_score, "Dashboard > Grid")]
+    signals = decision_signals(Q, ranking)
+    run = CaseRun(case_id="c", phase=2, policy="seed_rules", status="clarify", reason="small_gap", shown=(),
+                  ranked=signals.ranking, options=(), features=signals.features,
+                  second_same_need=signals.second_same_need)
+    status, shown, options = replayed_status(run, p, T, None)
+    assert shown == (signals.ranking if status != "no_match" else ())
+    decision = decide_calibrated(ranking, Q, p, "p", T)
+    assert status == {"Answer": "answer", "Clarify": "clarify", "NoMatch": "no_match"}[type(decision).__name__]
+    assert options == tuple(o.doc_slug for o in decision.options)
