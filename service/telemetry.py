@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -36,8 +37,9 @@ from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetr
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN_ID, INVALID_TRACE_ID, Span, Status, StatusCode
 from prometheus_client import CollectorRegistry, generate_latest
 
 from service.domain.outcome import Tier
@@ -49,6 +51,31 @@ OTLP_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Milliseconds: phase 1 answers in well under a millisecond, phase 3 in tens.
 LATENCY_BUCKETS_MS = (0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
+
+
+class PrivateIdGenerator(IdGenerator):
+    """Trace and span ids from a generator of our own. The SDK's default draws from the
+    `random` module's global state, which background database calls (spans from the
+    asyncpg instrumentation) would then advance at arbitrary moments under code that
+    seeds or checks that state (Hypothesis in the API fuzz tests refuses to run so)."""
+
+    def __init__(self) -> None:
+        self._random = random.Random()  # seeded from os.urandom
+
+    def generate_span_id(self) -> int:
+        span_id = self._random.getrandbits(64)
+        while span_id == INVALID_SPAN_ID:
+            span_id = self._random.getrandbits(64)
+        return span_id
+
+    def generate_trace_id(self) -> int:
+        trace_id = self._random.getrandbits(128)
+        while trace_id == INVALID_TRACE_ID:
+            trace_id = self._random.getrandbits(128)
+        return trace_id
+
+    def is_trace_id_random(self) -> bool:
+        return True
 
 
 class Telemetry:
@@ -66,7 +93,7 @@ class Telemetry:
         # spans still carry a fresh trace id (for the query log) and cost a
         # fraction of recorded ones. OTEL_TRACES_SAMPLER, when set, decides.
         sampler = None if self.otlp or env.get("OTEL_TRACES_SAMPLER") else ALWAYS_OFF
-        self.tracer_provider = TracerProvider(resource=resource, sampler=sampler)
+        self.tracer_provider = TracerProvider(resource=resource, sampler=sampler, id_generator=PrivateIdGenerator())
         if self.otlp:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
