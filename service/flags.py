@@ -197,8 +197,12 @@ class TimeoutFlags(_Flags, frozen=True):
 
 
 class KillSwitchFlags(_Flags, frozen=True):
+    _key: ClassVar[str] = "kill_switch"
     p95_ms: Annotated[float, msgspec.Meta(gt=0)] = 500.0
     window_s: Annotated[float, msgspec.Meta(gt=0)] = 300.0
+    short_window_s: Annotated[float, msgspec.Meta(ge=0)] = 60.0
+    """A p95 trip also needs the breach over the last `short_window_s` and slow
+    samples at least that far apart (0: the long window alone decides)."""
     error_rate: Fraction = 0.05
     min_samples: PositiveInt = 20
     cooldown_s: Annotated[float, msgspec.Meta(ge=0)] = 600.0
@@ -207,6 +211,9 @@ class KillSwitchFlags(_Flags, frozen=True):
     error_action: Literal["drop_phase", "disable"] = "drop_phase"
     """Error-rate trip: take the failing phase out (phases below keep answering), or
     disable retrieval as the seed plan's table says."""
+
+    def __post_init__(self) -> None:
+        self._require(self.short_window_s <= self.window_s, "short_window_s", "window_s")
 
 
 class ContextFlags(_Flags, frozen=True):
