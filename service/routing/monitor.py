@@ -432,8 +432,10 @@ class KillSwitch:
 
     def _clear_windows(self) -> None:
         # Samples from before a transition say nothing about the new state.
-        for window in (*self.windows.values(), *self.short_windows.values()):
+        for window in self.windows.values():
             window.clear()
+        for sliced in self.short_windows.values():
+            sliced.clear()
 
     def _emit(self, kind: EventKind, phase: int | None, reason: str, trigger: str,
               stats: WindowStats | None) -> KillSwitchEvent:
