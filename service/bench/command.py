@@ -384,6 +384,13 @@ def add_parser(sub: Any) -> None:
                    help="only the cost of the HTTP and database instrumentation (on vs off, alternating)")
     p.add_argument("--embedding", action="store_true",
                    help="only the embedding backends: cosine to torch, query batches, chunks/s, RSS")
+    p.add_argument("--http", action="store_true",
+                   help="only phase 2 vs phase 3 over HTTP with a new question on every request "
+                   "(service/bench/http.py): ratio, p99/p50, errors; writes http.md / http.json")
+    p.add_argument("--seconds", type=float, default=8.0, help="--http: seconds per row (default 8)")
+    p.add_argument("--levels", default="1,16,64", help="--http: client counts (default 1,16,64)")
+    p.add_argument("--variant", action="append", default=[],
+                   help="--http: label[:flag=value,...], one server each, in this order (repeatable)")
     p.set_defaults(handler=run)
 
 
@@ -393,6 +400,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return run_embedding(args, settings, flags)
     if args.telemetry:
         return run_telemetry(args, settings)
+    if args.http:
+        from service.bench.http import run_http
+
+        levels = [int(x) for x in args.levels.split(",") if x.strip()]
+        print(run_http(args.variant, levels, args.seconds, args.out))
+        return 0
     data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     local = settings.with_overrides(data_dir=data_dir / "pg")
     results: dict[str, Any] = run_with_database(local, lambda dsn: in_process(dsn, settings, flags, args.quick))
