@@ -184,6 +184,8 @@ class EmbeddingFlags(_Flags, frozen=True):
     batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 32
     max_queue_ms: Annotated[float, msgspec.Meta(ge=0, le=60_000)] = 250.0
     """A query whose embedding would wait longer goes to phase 2 at once."""
+    threads: Annotated[int, msgspec.Meta(ge=0, le=256)] = 0
+    """Model threads; 0 sizes them to the cores (service/embedding/base.py). Start-up only."""
     remote_batch_size: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
     remote_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
     remote_retries: Annotated[int, msgspec.Meta(ge=0, le=20)] = 4

@@ -85,6 +85,38 @@ class QuestionSource:
         return make
 
 
+def cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU time (user + system) of the server by where it ran: the main thread
+    (event loop: HTTP, JSON, keyword leg, fusion), its other threads (the model
+    thread and the runtime's worker threads: embedding) and its child processes
+    (the embedded PostgreSQL: vector search). CPU time, unlike latency, does not
+    grow when other jobs share the cores, so it says where a request's work goes."""
+    import psutil
+
+    server = psutil.Process(pid)
+    main = other = 0.0
+    for thread in server.threads():
+        if thread.id == pid:
+            main += thread.user_time + thread.system_time
+        else:
+            other += thread.user_time + thread.system_time
+    children = 0.0
+    for child in server.children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.NoSuchProcess:  # a backend that ended meanwhile (its time is lost)
+            continue
+        children += times.user + times.system
+    return {"event_loop": main, "model_threads": other, "postgres": children}
+
+
+def _cpu_per_request(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
+    n = max(requests, 1)
+    out = {k: round(1000 * (after[k] - before[k]) / n, 3) for k in before}
+    out["total"] = round(sum(out.values()), 3)
+    return out
+
+
 def _row(report: Any, phase: int) -> dict[str, Any]:
     p50 = report.p50_ms or 0.0
     return {"rps": report.rps, "requests": report.requests, "p50": report.p50_ms, "p95": report.p95_ms,
@@ -96,7 +128,7 @@ def _row(report: Any, phase: int) -> dict[str, Any]:
 
 
 async def compare_phases(url: str, levels: list[int], seconds: float, source: QuestionSource,
-                         golden: list[str]) -> dict[str, Any]:
+                         golden: list[str], pid: int) -> dict[str, Any]:
     """Phase 2 then phase 3 at each level with new questions, then the cache-on row."""
     from service.loadgen import run_load
 
@@ -104,10 +136,12 @@ async def compare_phases(url: str, levels: list[int], seconds: float, source: Qu
     for c in levels:
         rows = {}
         for phase in (2, 3):
+            before = cpu_seconds(pid)
             report = await run_load(url, source.body(phase), c, seconds)
             rows[phase] = _row(report, phase)
+            rows[phase]["cpu_ms_per_request"] = cpu = _cpu_per_request(before, cpu_seconds(pid), report.requests)
             say(f"  phase {phase} c={c}: {report.rps:.1f} req/s p50 {report.p50_ms:.1f} p99 {report.p99_ms:.1f} ms "
-                f"errors {report.errors} answered: {report.answered()} load {os.getloadavg()[0]:.1f}")
+                f"errors {report.errors} answered: {report.answered()} load {os.getloadavg()[0]:.1f} cpu ms/req {cpu}")
         p2, p3 = rows[2]["rps"], rows[3]["rps"]
         out[f"c={c}"] = {"phase2": rows[2], "phase3": rows[3],
                          "ratio_rps": round(p3 / p2, 3) if p2 else None}
@@ -141,9 +175,8 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
 async def run_variants(variants: list[tuple[str, dict[str, Any]]], levels: list[int], seconds: float,
                        golden: list[str]) -> dict[str, Any]:
     from service.bench.command import free_port
-    from service.readiness import wait_url_ready
-
     from service.embedding.backends import onnx_cache_dir
+    from service.readiness import wait_url_ready
     from service.settings import load_settings
 
     work = Path(tempfile.mkdtemp(prefix="bench-http-"))
@@ -166,7 +199,7 @@ async def run_variants(variants: list[tuple[str, dict[str, Any]]], levels: list[
             import psutil
 
             say(f"variant {label} {overrides or ''} (server pid {proc.pid})")
-            rows = await compare_phases(url, levels, seconds, source, golden)
+            rows = await compare_phases(url, levels, seconds, source, golden, proc.pid)
             rows["server_rss_mb"] = round(psutil.Process(proc.pid).memory_info().rss / 2**20, 1)
             results["variants"][label] = {"overrides": overrides, "rows": rows}
         finally:
@@ -179,12 +212,18 @@ async def run_variants(variants: list[tuple[str, dict[str, Any]]], levels: list[
     return results
 
 
+def _cpu(row: dict[str, Any]) -> str:
+    cpu = row["cpu_ms_per_request"]
+    return f"{cpu['total']:g} ({cpu['event_loop']:g} + {cpu['model_threads']:g} + {cpu['postgres']:g})"
+
+
 def table(results: dict[str, Any], seconds: float) -> str:
     lines = [f"Closed-loop clients, {seconds:g} s per row, a new question text on every request "
              f"({results['distinct_questions_sent']} distinct texts in the run).", "",
              "| variant | clients | phase 2 req/s | phase 3 req/s | ratio 3/2 | phase 3 p50 / p95 / p99 ms "
-             "| p99/p50 | errors (2 / 3) | phase 3 answered by | load avg |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| p99/p50 | errors (2 / 3) | phase 3 answered by | server CPU ms/request, phase 2 → 3 "
+             "(event loop + model threads + PostgreSQL) | load avg |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, variant in results["variants"].items():
         for level, row in variant["rows"].items():
             if not level.startswith("c="):
@@ -195,7 +234,7 @@ def table(results: dict[str, Any], seconds: float) -> str:
                 f"| {p3['p50']} / {p3['p95']} / {p3['p99']} | {p3['p99_over_p50']} "
                 f"| {p2['errors']} / {p3['errors']} | {p3['answered']}"
                 f"{' (' + str(p3['fell_back']) + ' fell back)' if p3['fell_back'] else ''} "
-                f"| {p3['load_avg'][0]} |")
+                f"| {_cpu(p2)} → {_cpu(p3)} | {p3['load_avg'][0]} |")
     lines += ["", "| variant | cache on: phase 3 c=16, golden repeated | req/s | p50 / p99 ms | server RSS MiB |",
               "|---|---|---|---|---|"]
     for label, variant in results["variants"].items():
@@ -207,10 +246,9 @@ def table(results: dict[str, Any], seconds: float) -> str:
 
 def run_http(variants: list[str], levels: list[int], seconds: float, out_dir: Path) -> str:
     import json
+    import logging
 
     from service.bench.command import golden_queries
-
-    import logging
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per readiness poll otherwise
     parsed = [parse_variant(v) for v in variants] or [("default", {})]
