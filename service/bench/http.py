@@ -15,12 +15,13 @@ same data directory, so before/after figures come from one run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from service.flags import apply_overrides, load_flags
 from service.settings import PROJECT_ROOT
 
 QUERY_SETS = PROJECT_ROOT / "bench" / "queries"
+BENCH_DATA_DIR = PROJECT_ROOT / ".data" / "bench-http" / "pg"
 PREFIXES = ("", "quick question: ", "at work, ", "hi, ", "as a new user, ", "sorry, ", "again: ",
             "one more thing: ", "for my team, ", "today ", "on the web app, ", "help: ")
 SUFFIXES = ("", " on my laptop", " on mobile", " for a project", " after the update", " in the sidebar",
@@ -100,13 +102,16 @@ def cpu_seconds(pid: int) -> dict[str, float]:
             main += thread.user_time + thread.system_time
         else:
             other += thread.user_time + thread.system_time
+    # The embedded postmaster is daemonised (not our child): found by its data directory.
+    postgres = [p for p in psutil.process_iter(["cmdline"])
+                if p.info["cmdline"] and "postgres" in p.info["cmdline"][0] and str(BENCH_DATA_DIR) in p.info["cmdline"]]
     children = 0.0
-    for child in server.children(recursive=True):
+    for process in [*postgres, *(c for p in postgres for c in p.children(recursive=True))]:
         try:
-            times = child.cpu_times()
+            times = process.cpu_times()
         except psutil.NoSuchProcess:  # a backend that ended meanwhile (its time is lost)
             continue
-        children += times.user + times.system
+        children += times.user + times.system + times.children_user + times.children_system
     return {"event_loop": main, "model_threads": other, "postgres": children}
 
 
@@ -172,44 +177,127 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
     return label.strip() or "default", overrides
 
 
-async def run_variants(variants: list[tuple[str, dict[str, Any]]], levels: list[int], seconds: float,
-                       golden: list[str]) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def serving(overrides: dict[str, Any], label: str, work: Path) -> AsyncIterator[tuple[str, int]]:
+    """`python -m service serve` with `overrides` on a free port: (URL, pid).
+    One database for every run and variant, so after the first start they are warm."""
     from service.bench.command import free_port
     from service.embedding.backends import onnx_cache_dir
     from service.readiness import wait_url_ready
     from service.settings import load_settings
 
-    work = Path(tempfile.mkdtemp(prefix="bench-http-"))
+    data_dir = BENCH_DATA_DIR
+    port = free_port()
     # The exported ONNX graphs of the usual data directory: no export per run.
-    cache_dir = str(onnx_cache_dir(load_settings().data_dir))
+    env = {"EMBEDDING_CACHE_DIR": str(onnx_cache_dir(load_settings().data_dir)), **os.environ,
+           "LOG_LEVEL": "WARNING", "FLAGS_FILE": str(_flags_file(overrides, work, label))}
+    env.pop("DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        await wait_url_ready(url, timeout_s=600)
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+async def run_variants(variants: list[tuple[str, dict[str, Any]]], levels: list[int], seconds: float,
+                       golden: list[str]) -> dict[str, Any]:
+    import psutil
+
+    work = Path(tempfile.mkdtemp(prefix="bench-http-"))
     source = QuestionSource(labelled_questions())
     results: dict[str, Any] = {"variants": {}}
     for label, overrides in variants:
-        port = free_port()
-        env = {"EMBEDDING_CACHE_DIR": cache_dir, **os.environ, "LOG_LEVEL": "WARNING",
-               "FLAGS_FILE": str(_flags_file(overrides, work, label))}
-        env.pop("DATABASE_URL", None)
-        proc = subprocess.Popen(  # one data directory: later variants start warm
-            [sys.executable, "-m", "service", "serve", "--port", str(port), "--data-dir", str(work / "pg")],
-            cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            await wait_url_ready(url, timeout_s=600)
-            import psutil
-
-            say(f"variant {label} {overrides or ''} (server pid {proc.pid})")
-            rows = await compare_phases(url, levels, seconds, source, golden, proc.pid)
-            rows["server_rss_mb"] = round(psutil.Process(proc.pid).memory_info().rss / 2**20, 1)
+        async with serving(overrides, label, work) as (url, pid):
+            say(f"variant {label} {overrides or ''} (server pid {pid})")
+            rows = await compare_phases(url, levels, seconds, source, golden, pid)
+            rows["server_rss_mb"] = round(psutil.Process(pid).memory_info().rss / 2**20, 1)
             results["variants"][label] = {"overrides": overrides, "rows": rows}
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
     results["distinct_questions_sent"] = source.used
     return results
+
+
+WRK_SCRIPT = """-- Each request posts a question no other request sent (wrk threads interleave).
+local questions = {%s}
+local threads, counter, id = %d, 0, 0
+function setup(thread) thread:set("id", counter); counter = counter + 1 end
+function init(args) counter = 0 end
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+function request()
+  local i = id + counter * threads
+  counter = counter + 1
+  local q = questions[(i %% #questions) + 1]
+  return wrk.format(nil, "/retrieve", nil, '{"query": "' .. q .. '", "phase": %d}')
+end
+"""
+
+
+def wrk_script(questions: list[str], phase: int, threads: int) -> str:
+    import json
+
+    quoted = ",".join(json.dumps(json.dumps(q)[1:-1]) for q in questions)  # Lua string of JSON text
+    return WRK_SCRIPT % (quoted, threads, phase)
+
+
+def _wrk_figures(text: str) -> dict[str, Any]:
+    """Requests/sec, latency percentiles (ms) and errors from `wrk --latency` output."""
+    import re
+
+    def ms(value: str, unit: str) -> float:
+        return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
+
+    out: dict[str, Any] = {}
+    if match := re.search(r"Requests/sec:\s+([\d.]+)", text):
+        out["rps"] = float(match.group(1))
+    for pct, value, unit in re.findall(r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M):
+        out[f"p{pct}"] = round(ms(value, unit), 3)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    out["errors"] = (sum(int(x) for x in errors.groups()) if errors else 0) + (int(non2xx.group(1)) if non2xx else 0)
+    return out
+
+
+async def crosscheck_wrk(seconds: float, clients: int) -> dict[str, Any]:
+    """The same rows by `wrk` and by service/loadgen.py, back to back on one server."""
+    import shutil
+
+    from service.loadgen import run_load
+
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise RuntimeError("wrk is not installed (Debian: apt-get install -y wrk)")
+    work = Path(tempfile.mkdtemp(prefix="bench-wrk-"))
+    questions = list(distinct_questions(labelled_questions()))
+    half = len(questions) // 2  # wrk and loadgen draw from separate halves: no text twice
+    source = QuestionSource(labelled_questions())
+    source._texts = iter(questions[half:])
+    out: dict[str, Any] = {}
+    async with serving({}, "wrk", work) as (url, _pid):
+        offset = 0
+        for phase in (2, 3):
+            script = work / f"phase{phase}.lua"
+            script.write_text(wrk_script(questions[offset:offset + half // 2], phase, 2))
+            offset += half // 2
+            done = await asyncio.to_thread(
+                subprocess.run, [wrk, "-t2", f"-c{clients}", f"-d{seconds:g}s", "--latency", "-s", str(script), url],
+                capture_output=True, text=True, timeout=seconds + 120, check=False)
+            ours = await run_load(url, source.body(phase), clients, seconds)
+            out[f"phase {phase}"] = {
+                "wrk": _wrk_figures(done.stdout), "wrk_output": done.stdout,
+                "loadgen": {"rps": ours.rps, "p50": ours.p50_ms, "p99": ours.p99_ms, "errors": ours.errors,
+                            "answered": ours.answered()},
+                "load_avg": [round(x, 2) for x in os.getloadavg()]}
+            say(f"phase {phase} c={clients}: wrk {out[f'phase {phase}']['wrk']} | loadgen {out[f'phase {phase}']['loadgen']}")
+    return out
 
 
 def _cpu(row: dict[str, Any]) -> str:
