@@ -389,6 +389,10 @@ def add_parser(sub: Any) -> None:
                    "(service/bench/http.py): ratio, p99/p50, errors; writes http.md / http.json")
     p.add_argument("--seconds", type=float, default=8.0, help="--http: seconds per row (default 8)")
     p.add_argument("--levels", default="1,16,64", help="--http: client counts (default 1,16,64)")
+    p.add_argument("--wrk", action="store_true",
+                   help="cross-check service/loadgen.py against wrk: phase 2 and 3 at --wrk-clients, "
+                   "new questions, back to back on one server; writes wrk.json")
+    p.add_argument("--wrk-clients", type=int, default=16)
     p.add_argument("--variant", action="append", default=[],
                    help="--http: label[:flag=value,...], one server each, in this order (repeatable)")
     p.set_defaults(handler=run)
@@ -400,6 +404,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return run_embedding(args, settings, flags)
     if args.telemetry:
         return run_telemetry(args, settings)
+    if args.wrk:
+        from service.bench.http import crosscheck_wrk
+
+        result = asyncio.run(crosscheck_wrk(args.seconds, args.wrk_clients))
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "wrk.json").write_text(json.dumps(result, indent=2) + "\n")
+        for phase, row in result.items():
+            print(f"{phase} c={args.wrk_clients}: wrk {row['wrk']} | loadgen {row['loadgen']} | load {row['load_avg']}")
+        return 0
     if args.http:
         from service.bench.http import run_http
 

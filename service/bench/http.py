@@ -227,7 +227,8 @@ async def run_variants(variants: list[tuple[str, dict[str, Any]]], levels: list[
 
 WRK_SCRIPT = """-- Each request posts a question no other request sent (wrk threads interleave).
 local questions = {%s}
-local threads, counter, id = %d, 0, 0
+local threads, counter = %d, 0
+id = 0  -- a global: setup() sets it in each thread's own Lua state
 function setup(thread) thread:set("id", counter); counter = counter + 1 end
 function init(args) counter = 0 end
 wrk.method = "POST"
