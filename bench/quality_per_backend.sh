@@ -9,7 +9,7 @@ dataset=${2:-../../shared/datasets/cranfield}
 work=$(mktemp -d -t quality-XXXX)
 mkdir -p "$out"
 export EMBEDDING_CACHE_DIR=${EMBEDDING_CACHE_DIR:-$PWD/.data/models}
-for backend in torch onnx onnx-int8; do
+for backend in onnx-int8 onnx torch; do  # int8 first: the open question
   sed "s/^  backend: .*/  backend: $backend/" flags.yaml > "$work/flags-$backend.yaml"
   export FLAGS_FILE="$work/flags-$backend.yaml"
   echo "== $backend  $(uptime)"
