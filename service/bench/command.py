@@ -132,9 +132,13 @@ async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
 
         server = psutil.Process(proc.pid)
 
+        from service.bench.http import QuestionSource, labelled_questions
+
+        source = QuestionSource(labelled_questions())
+
         def unique(phase: int) -> Any:
-            # A different text on every request: the query cache cannot answer.
-            return lambda i: {"query": f"{queries[i % len(queries)]} {i}", "phase": phase}
+            # A realistic question never sent before in the run: the query cache cannot answer.
+            return source.body(phase)
 
         def repeated(phase: int) -> Any:
             return lambda i: {"query": queries[i % len(queries)], "phase": phase}
