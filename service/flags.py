@@ -226,6 +226,8 @@ class EmbeddingFlags(_Flags, frozen=True):
     batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 32
     max_queue_ms: Annotated[float, msgspec.Meta(ge=0, le=60_000)] = 250.0
     """A query whose embedding would wait longer goes to phase 2 at once."""
+    threads: Annotated[int, msgspec.Meta(ge=0, le=256)] = 0
+    """Model threads; 0 sizes them to the cores (service/embedding/base.py). Start-up only."""
     remote_batch_size: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
     remote_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
     remote_retries: Annotated[int, msgspec.Meta(ge=0, le=20)] = 4
@@ -239,8 +241,12 @@ class TimeoutFlags(_Flags, frozen=True):
 
 
 class KillSwitchFlags(_Flags, frozen=True):
+    _key: ClassVar[str] = "kill_switch"
     p95_ms: Annotated[float, msgspec.Meta(gt=0)] = 500.0
     window_s: Annotated[float, msgspec.Meta(gt=0)] = 300.0
+    short_window_s: Annotated[float, msgspec.Meta(ge=0)] = 60.0
+    """A p95 trip also needs the breach over the last `short_window_s` and slow
+    samples at least that far apart (0: the long window alone decides)."""
     error_rate: Fraction = 0.05
     min_samples: PositiveInt = 20
     cooldown_s: Annotated[float, msgspec.Meta(ge=0)] = 600.0
@@ -249,6 +255,9 @@ class KillSwitchFlags(_Flags, frozen=True):
     error_action: Literal["drop_phase", "disable"] = "drop_phase"
     """Error-rate trip: take the failing phase out (phases below keep answering), or
     disable retrieval as the seed plan's table says."""
+
+    def __post_init__(self) -> None:
+        self._require(self.short_window_s <= self.window_s, "short_window_s", "window_s")
 
 
 class ContextFlags(_Flags, frozen=True):

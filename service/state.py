@@ -61,6 +61,8 @@ class SemanticStatus:
     """embedding.backend at start-up (service/embedding/backends.py)."""
     cache_dir: Path = Path(".data/models")
     """Where exported ONNX graphs are kept (beside the database's data)."""
+    threads: int = 0
+    """embedding.threads at start-up (0: sized to the cores)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 

@@ -52,7 +52,7 @@ def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipelin
     synonyms = load_synonyms(seeds / SYNONYMS_FILE)
     status = SemanticStatus(
         model_dir=resolve_model_dir(st.settings.embedding_model), backend=st.flags.embedding.backend,
-        cache_dir=onnx_cache_dir(st.settings.data_dir),
+        cache_dir=onnx_cache_dir(st.settings.data_dir), threads=st.flags.embedding.threads,
     )
     if ops is None:
         pipeline = Pipeline(glossary=glossary, synonyms=synonyms, flags=lambda: st.flags)
@@ -100,7 +100,7 @@ async def load_embedder(status: SemanticStatus) -> Any:
     async with status.lock:
         if status.embedder is None:
             status.embedder = await on_model_thread(
-                load_backend, status.backend, status.model_dir, status.cache_dir
+                load_backend, status.backend, status.model_dir, status.cache_dir, status.threads
             )
             status.model_name = status.embedder.model_name
             status.loaded = True

@@ -132,9 +132,13 @@ async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
 
         server = psutil.Process(proc.pid)
 
+        from service.bench.http import QuestionSource, labelled_questions
+
+        source = QuestionSource(labelled_questions())
+
         def unique(phase: int) -> Any:
-            # A different text on every request: the query cache cannot answer.
-            return lambda i: {"query": f"{queries[i % len(queries)]} {i}", "phase": phase}
+            # A realistic question never sent before in the run: the query cache cannot answer.
+            return source.body(phase)
 
         def repeated(phase: int) -> Any:
             return lambda i: {"query": queries[i % len(queries)], "phase": phase}
@@ -384,6 +388,17 @@ def add_parser(sub: Any) -> None:
                    help="only the cost of the HTTP and database instrumentation (on vs off, alternating)")
     p.add_argument("--embedding", action="store_true",
                    help="only the embedding backends: cosine to torch, query batches, chunks/s, RSS")
+    p.add_argument("--http", action="store_true",
+                   help="only phase 2 vs phase 3 over HTTP with a new question on every request "
+                   "(service/bench/http.py): ratio, p99/p50, errors; writes http.md / http.json")
+    p.add_argument("--seconds", type=float, default=8.0, help="--http: seconds per row (default 8)")
+    p.add_argument("--levels", default="1,16,64", help="--http: client counts (default 1,16,64)")
+    p.add_argument("--wrk", action="store_true",
+                   help="cross-check service/loadgen.py against wrk: phase 2 and 3 at --wrk-clients, "
+                   "new questions, back to back on one server; writes wrk.json")
+    p.add_argument("--wrk-clients", type=int, default=16)
+    p.add_argument("--variant", action="append", default=[],
+                   help="--http: label[:flag=value,...], one server each, in this order (repeatable)")
     p.set_defaults(handler=run)
 
 
@@ -393,6 +408,21 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return run_embedding(args, settings, flags)
     if args.telemetry:
         return run_telemetry(args, settings)
+    if args.wrk:
+        from service.bench.http import crosscheck_wrk
+
+        result = asyncio.run(crosscheck_wrk(args.seconds, args.wrk_clients))
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "wrk.json").write_text(json.dumps(result, indent=2) + "\n")
+        for phase, row in result.items():
+            print(f"{phase} c={args.wrk_clients}: wrk {row['wrk']} | loadgen {row['loadgen']} | load {row['load_avg']}")
+        return 0
+    if args.http:
+        from service.bench.http import run_http
+
+        levels = [int(x) for x in args.levels.split(",") if x.strip()]
+        print(run_http(args.variant, levels, args.seconds, args.out))
+        return 0
     data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     local = settings.with_overrides(data_dir=data_dir / "pg")
     results: dict[str, Any] = run_with_database(local, lambda dsn: in_process(dsn, settings, flags, args.quick))

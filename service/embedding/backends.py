@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from service.embedding.base import BACKENDS, WindowedEmbedder
+from service.embedding.base import BACKENDS, WindowedEmbedder, model_threads
 
 
 def onnx_cache_dir(data_dir: Path, env: Mapping[str, str] | None = None) -> Path:
@@ -16,14 +16,17 @@ def onnx_cache_dir(data_dir: Path, env: Mapping[str, str] | None = None) -> Path
     return Path(configured).expanduser() if configured else data_dir.resolve().parent / "models"
 
 
-def load_embedder(backend: str, model_dir: Path | str | None, cache_dir: Path) -> WindowedEmbedder:
-    """A loaded model (seconds: run it on the model thread)."""
+def load_embedder(backend: str, model_dir: Path | str | None, cache_dir: Path,
+                  threads: int = 0) -> WindowedEmbedder:
+    """A loaded model (seconds: run it on the model thread); `threads` 0 sizes
+    the model's threads to the cores (`model_threads`)."""
+    num_threads = model_threads(threads)
     if backend == "torch":
         from service.embedding.torch_backend import TorchEmbedder
 
-        return TorchEmbedder(model_dir)
+        return TorchEmbedder(model_dir, num_threads=num_threads)
     if backend in ("onnx", "onnx-int8"):
         from service.embedding.onnx_backend import OnnxEmbedder
 
-        return OnnxEmbedder(model_dir, cache_dir=cache_dir, int8=backend == "onnx-int8")
+        return OnnxEmbedder(model_dir, cache_dir=cache_dir, int8=backend == "onnx-int8", num_threads=num_threads)
     raise ValueError(f"unknown embedding backend {backend!r}; known: {', '.join(BACKENDS)}")

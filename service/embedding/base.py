@@ -31,8 +31,10 @@ BACKENDS: tuple[str, ...] = get_args(Backend)
 # border appears whole in the next one, and 200 + context + [CLS]/[SEP] fits 256.
 WINDOW_TOKENS = 200
 WINDOW_OVERLAP = 50
-# Two cores on the target machines: more threads only add contention.
-DEFAULT_THREADS = 2
+# One core stays with the event loop: phase 3 scores the keyword leg there while
+# the query is being embedded, and model threads on every core would make that
+# work and the model's own threads preempt each other (oversubscription).
+RESERVED_FOR_EVENT_LOOP = 1
 
 # Backends whose vectors were MEASURED equal to PyTorch's on the seed corpus
 # (cosine >= 0.999 for every chunk; `python -m service bench --embedding`):
@@ -41,8 +43,19 @@ DEFAULT_THREADS = 2
 INTERCHANGEABLE: frozenset[str] = frozenset({"torch", "onnx"})
 
 
-def model_threads() -> int:
-    return min(DEFAULT_THREADS, os.cpu_count() or 1)
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def model_threads(configured: int = 0) -> int:
+    """`embedding.threads`, or (0) the available cores minus the event loop's one."""
+    if configured > 0:
+        return configured
+    return max(1, available_cores() - RESERVED_FOR_EVENT_LOOP)
 
 
 def model_identity(base_name: str, backend: str) -> str:

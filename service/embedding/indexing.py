@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from service.embedding.backends import load_embedder, onnx_cache_dir
+from service.embedding.base import available_cores
 from service.embedding.documents import document_embedder
 from service.flags import Flags
 from service.ingest.indexer import IndexReport, index_embeddings
@@ -17,8 +18,10 @@ log = logging.getLogger(__name__)
 
 async def embed_corpus(pool: Any, settings: Settings, flags: Flags) -> IndexReport:
     """Local model for the probe/windows; documents on EMBEDDING_REMOTE_URL if set."""
+    # No requests to serve in this process: the model may have every core.
     local = await on_model_thread(
-        load_embedder, flags.embedding.backend, settings.embedding_model, onnx_cache_dir(settings.data_dir)
+        load_embedder, flags.embedding.backend, settings.embedding_model, onnx_cache_dir(settings.data_dir),
+        flags.embedding.threads or available_cores(),
     )
     async with document_embedder(local, flags.embedding) as (documents, batch_size):
         return await index_embeddings(

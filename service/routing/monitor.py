@@ -15,6 +15,16 @@ configured phase; once the probed phase has ``min_samples`` healthy samples
 the switch closes, a breach re-opens it for another cool-down.  A manual
 kill only clears through ``reset()``.
 
+A p95 trip needs a *sustained* breach, as multi-window burn-rate alerting
+does: p95 above the limit over the long window (``window_s``) and in every
+slice (a sixth) of the last ``short_window_s`` that saw traffic (still
+happening, not just a tail), with slow samples at least ``short_window_s``
+apart (it has lasted).  Counting samples alone let a burst of seconds trip the
+switch: a closed-loop burst supplies its own majority of samples, so only
+time slices tell a burst from trouble.
+Error-rate trips and half-open probes stay immediate: errors are never
+"slow but answered", and a probe only restarts a cool-down already running.
+
 p95 without sorting: for the nearest-rank percentile, ``p95 > T`` holds
 exactly when more than 5 % of the samples are slower than ``T``, so each
 window keeps a running count of slow samples and the per-request cost is
@@ -82,6 +92,8 @@ class RollingWindow:
     slow: int = 0
     database_errors: int = 0
     """Errors that were the database's (unreachable, timeout): a subset of `errors`."""
+    slow_times: deque[float] = field(default_factory=deque)
+    """When the slow samples in the window were recorded (how long a breach has lasted)."""
 
     def add(self, now: float, latency_ms: float, error: bool, slow: bool, database: bool = False) -> None:
         database = database and error
@@ -89,6 +101,8 @@ class RollingWindow:
         self.errors += error
         self.slow += slow
         self.database_errors += database
+        if slow:
+            self.slow_times.append(now)
 
     def prune(self, now: float, window_ms: float) -> None:
         cutoff = now - window_ms
@@ -98,9 +112,21 @@ class RollingWindow:
             self.errors -= error
             self.slow -= slow
             self.database_errors -= database
+        while self.slow_times and self.slow_times[0] < cutoff:
+            self.slow_times.popleft()
+
+    @property
+    def slow_span_ms(self) -> float:
+        """Time between the first and the last slow sample in the window."""
+        return self.slow_times[-1] - self.slow_times[0] if self.slow_times else 0.0
+
+    @property
+    def breaches_p95(self) -> bool:
+        return bool(self.samples) and self.slow / len(self.samples) > 0.05  # ⇔ nearest-rank p95 > T
 
     def clear(self) -> None:
         self.samples.clear()
+        self.slow_times.clear()
         self.errors = self.slow = self.database_errors = 0
 
     def __len__(self) -> int:
@@ -116,6 +142,41 @@ class RollingWindow:
             p50_ms=round(_nearest_rank(latencies, 0.50), 3),
             p95_ms=round(_nearest_rank(latencies, 0.95), 3),
         )
+
+
+SLICES = 6
+"""Slices of the short window, each judged on its own."""
+
+
+@dataclass
+class SlicedWindow:
+    """The last `short_window_s` as time slices of [index, samples, slow]: a slice
+    is judged on its own, so a burst's many samples cannot outvote the rest."""
+
+    slices: deque[list[int]] = field(default_factory=deque)
+    slice_ms: float = 0.0
+
+    def add(self, now: float, slow: bool, short_ms: float) -> None:
+        slice_ms = short_ms / SLICES
+        if slice_ms != self.slice_ms:  # the flag changed: old slices have another width
+            self.slices.clear()
+            self.slice_ms = slice_ms
+        index = int(now // slice_ms)
+        cutoff = int((now - short_ms) // slice_ms)
+        while self.slices and self.slices[0][0] <= cutoff:
+            self.slices.popleft()
+        if self.slices and self.slices[-1][0] == index:
+            self.slices[-1][1] += 1
+            self.slices[-1][2] += slow
+        else:
+            self.slices.append([index, 1, int(slow)])
+
+    def every_slice_breaches(self) -> bool:
+        """p95 above the limit in every slice with traffic (⇔ > 5 % slow)."""
+        return bool(self.slices) and all(slow / n > 0.05 for _, n, slow in self.slices)
+
+    def clear(self) -> None:
+        self.slices.clear()
 
 
 def _figure(breach: Breach, cfg: KillSwitchFlags, phase: int) -> str:
@@ -174,6 +235,10 @@ class KillSwitch:
         self.clock = clock
         self.on_event = on_event
         self.windows: dict[int, RollingWindow] = {p: RollingWindow() for p in (1, 2, 3)}
+        self.short_windows: dict[int, SlicedWindow] = {p: SlicedWindow() for p in (1, 2, 3)}
+        """The last `short_window_s` of each phase: is a p95 breach still happening?"""
+        self.held = 0
+        """p95 breaches of the long window not (yet) sustained, so no trip (for reports)."""
         self.ceiling: int | None = None
         self.manual = False
         self.half_open = False
@@ -238,6 +303,8 @@ class KillSwitch:
         window = self.windows[phase]
         window.prune(now, cfg.window_s * 1000.0)
         window.add(now, latency_ms, error, latency_ms > cfg.p95_ms, database)
+        if cfg.short_window_s > 0:
+            self.short_windows[phase].add(now, latency_ms > cfg.p95_ms, cfg.short_window_s * 1000.0)
         if self.manual:
             return
         breach = self._breach(window, cfg)
@@ -252,6 +319,9 @@ class KillSwitch:
                 self._recover(phase, "probed phase healthy", "probe_ok")
             return
         if breach is None:
+            return
+        if breach.kind == "p95" and not self._sustained(phase, cfg):
+            self.held += 1
             return
         if breach.kind == "error_rate":
             # drop_phase: only the failing phase (and those above) are taken out; the
@@ -278,9 +348,18 @@ class KillSwitch:
             return None
         if window.errors / n > cfg.error_rate:
             return Breach("error_rate", window.stats())
-        if window.slow / n > 0.05:  # ⇔ nearest-rank p95 > threshold
+        if window.breaches_p95:
             return Breach("p95", window.stats())
         return None
+
+    def _sustained(self, phase: int, cfg: KillSwitchFlags) -> bool:
+        """The long window's p95 breach also holds in every recent slice and has
+        lasted the short window (slow samples that far apart)."""
+        short_ms = cfg.short_window_s * 1000.0
+        if short_ms <= 0:
+            return True
+        return (self.short_windows[phase].every_slice_breaches()
+                and self.windows[phase].slow_span_ms >= short_ms)
 
     # -- transitions --------------------------------------------------------
     def _maybe_half_open(self) -> None:
@@ -355,6 +434,8 @@ class KillSwitch:
         # Samples from before a transition say nothing about the new state.
         for window in self.windows.values():
             window.clear()
+        for sliced in self.short_windows.values():
+            sliced.clear()
 
     def _emit(self, kind: EventKind, phase: int | None, reason: str, trigger: str,
               stats: WindowStats | None) -> KillSwitchEvent:

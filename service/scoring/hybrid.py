@@ -62,7 +62,9 @@ def _evidence_from_hit(hit: SemanticHit, doc_info: Callable[[str], tuple[str, st
         doc_slug=hit.doc_slug,
         title=hit.title,
         category=hit.category,
-        snippet=make_snippet(plain_text(hit.content), [], summary),
+        # With no terms the snippet is the summary when there is one: clean the
+        # hit's text only otherwise (a regex per hit was 17 % of phase 3's scoring).
+        snippet=summary or make_snippet(plain_text(hit.content), []),
         score=0.0,
         content_hash=content_hash,
         matched_terms=(),

@@ -55,6 +55,15 @@ async def test_onnx_gives_pytorchs_vectors_and_shares_its_identity(
     assert (onnx_model.dim, onnx_model.max_seq_length) == (384, 256)
 
 
+def test_the_onnx_session_uses_the_sized_thread_count() -> None:
+    from service.embedding.base import model_threads
+
+    sized = load_embedder("onnx", None, CACHE)
+    assert sized._session.get_session_options().intra_op_num_threads == model_threads()  # type: ignore[attr-defined]
+    one = load_embedder("onnx", None, CACHE, threads=1)
+    assert one._session.get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]
+
+
 async def test_a_mixed_batch_equals_one_by_one(onnx_model: WindowedEmbedder) -> None:
     flags = EmbeddingFlags(batch_wait_ms=200, batch_max=8)
     batcher = QueryBatcher(onnx_model, lambda: flags)

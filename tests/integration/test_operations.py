@@ -295,8 +295,10 @@ async def test_slow_database_drops_a_phase_then_disables_then_recovers(
     async with running(db_url, fixture_seeds, semantic=True, flags_file=SHIPPED_FLAGS) as client:
         # Slow = a 1.6 s database wait against a 1.5 s p95 limit: a busy machine cannot
         # make a healthy request look slow, nor a slow one fast.
+        # short_window_s 0: six slow requests (~10 s) trip at once, without the
+        # minute a sustained breach needs by default (tests/unit/test_kill_switch.py).
         await put_flags(client, {"kill_switch.p95_ms": 1500, "kill_switch.min_samples": 6,
-                                 "kill_switch.window_s": 3600, "kill_switch.cooldown_s": 3600,
+                                 "kill_switch.window_s": 3600, "kill_switch.short_window_s": 0, "kill_switch.cooldown_s": 3600,
                                  "kill_switch.probe_share": 1.0, "timeouts.phase_ms": 30000,
                                  "timeouts.db_ms": 30000})
         pool = get_state(client.app.state).pool

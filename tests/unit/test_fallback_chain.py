@@ -83,6 +83,28 @@ async def test_slow_phase_is_passed_over_after_its_timeout() -> None:
     assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "timeout after 50 ms")]
 
 
+async def test_a_phase_timeout_is_a_slow_sample_for_the_kill_switch_not_an_error() -> None:
+    # Overload makes phase 3 miss its budget: a burst of that must not trip the
+    # error rate at once (only a sustained p95 breach trips, tests/unit/test_kill_switch.py).
+    from service.routing.monitor import KillSwitch
+
+    # p95 limit below the budget, as the defaults are (500 ms < 2500 ms).
+    flags = apply_overrides(Flags(), {"timeouts.phase_ms": 50, "kill_switch.p95_ms": 40})
+    now = [0.0]
+    switch = KillSwitch(lambda: flags.kill_switch, clock=lambda: now[0])
+    pipeline = _pipeline(flags)
+    pipeline.recorder, pipeline.router = switch, switch.route
+    pipeline.semantic = _leg(SlowLeg)
+    for _ in range(flags.kill_switch.min_samples):
+        response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
+        assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "timeout after 50 ms")]
+        now[0] += 100.0
+    window = switch.windows[3]
+    assert window.errors == 0 and len(window) == flags.kill_switch.min_samples
+    assert all(latency >= 50 for _, latency, *_ in window.samples)
+    assert switch.state == "closed" and switch.held > 0  # p95 breached, not (yet) sustained
+
+
 async def test_without_a_corpus_the_cache_answers_explain_questions() -> None:
     pipeline = _pipeline(Flags(), loaded=False)
     response = await pipeline.run_request(RetrieveParams(query="what is a workspace?"))
