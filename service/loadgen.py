@@ -44,6 +44,9 @@ SOAK_REPORT_EVERY_S = 60.0
 ALLOWED_GROWTH_PERCENT = 10.0
 
 BodyFactory = Callable[[int], dict[str, Any]]
+FollowUp = Callable[[int, bytes], tuple[str, dict[str, Any]] | None]
+"""(request number, 200 response body) → a second request on the same connection, or None."""
+FEEDBACK_VERDICTS = ("helpful", "not_what_i_meant", "wrong_page", "missing")
 
 # Realistic traffic: the golden navigation queries (answers, clarifications,
 # no-matches, typos, multi-intent), cycled.
@@ -78,6 +81,8 @@ class LoadReport:
     """Responses whose `fallback_path` is not empty (a higher phase failed or was shed)."""
     fallback_reasons: dict[str, int] = field(default_factory=dict)
     """First fallback step, numbers replaced by N (e.g. the queue-full wait)."""
+    follow_up_counts: dict[int, int] = field(default_factory=dict)
+    """Statuses of the follow-up requests (e.g. POST /feedback); their 5xx count as errors."""
     latencies_ms: list[float] = field(default_factory=list, repr=False, compare=False)
     """Raw samples: merged runs recompute percentiles from these."""
 
@@ -119,10 +124,12 @@ class LoadReport:
     def line(self, label: str) -> str:
         statuses = ", ".join(f"{k}: {v}" for k, v in sorted(self.status_counts.items()))
         answered = f"  answered: {self.answered()}" if self.answered_by else ""
+        follow = ", ".join(f"{k}: {v}" for k, v in sorted(self.follow_up_counts.items()))
+        follow = f"  follow-ups [{follow}]" if follow else ""
         return (
             f"{label:<18} {self.requests:>8} req {self.rps:>9.1f} rps  "
             f"p50 {self.p50_ms:>7.2f}  p95 {self.p95_ms:>7.2f}  p99 {self.p99_ms:>7.2f} ms  "
-            f"errors {self.errors}  [{statuses}]{answered}"
+            f"errors {self.errors}  [{statuses}]{answered}{follow}"
         )
 
 
@@ -198,6 +205,7 @@ async def run_load(
     *,
     max_requests: int = MAX_REQUESTS,
     timeout_s: float = REQUEST_TIMEOUT_S,
+    follow_up: FollowUp | None = None,
 ) -> LoadReport:
     """Hold `concurrency` requests in flight for `duration_s` (or `max_requests`).
 
@@ -206,7 +214,8 @@ async def run_load(
     keeps one HTTP/1.1 keep-alive connection and writes pre-encoded request
     bytes: an HTTP client library costs more CPU per request than the
     service's own cheapest endpoint, and on 2 cores that would measure the
-    client, not the server.
+    client, not the server. `follow_up` may send a second request after a 200
+    (the soak's feedback); it is counted apart and not in the latencies.
     """
     base = require_loopback(url)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -221,6 +230,7 @@ async def run_load(
     statuses: Counter[int] = Counter()
     answered: Counter[int] = Counter()
     reasons: Counter[str] = Counter()
+    follow_ups: Counter[int] = Counter()
     errors = 0
     issued = 0
     started = time.perf_counter()
@@ -241,6 +251,12 @@ async def run_load(
                     reader, writer = connection
                     writer.write(raw)
                     status, body = await asyncio.wait_for(_read_response(reader), timeout_s)
+                    extra = follow_up(i, body) if follow_up is not None and status == 200 else None
+                    if extra is not None:
+                        writer.write(_request_bytes(host, extra[0], extra[1]))
+                        extra_status, _ = await asyncio.wait_for(_read_response(reader), timeout_s)
+                        follow_ups[extra_status] += 1
+                        errors += extra_status >= 500
                 except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError):
                     errors += 1
                     statuses[0] += 1  # 0: no HTTP response at all
@@ -248,7 +264,7 @@ async def run_load(
                         connection[1].close()
                     connection = None
                     continue
-                latencies.append((time.perf_counter() - t0) * 1000)
+                latencies.append((time.perf_counter() - t0) * 1000)  # includes a follow-up, if any
                 statuses[status] += 1
                 outcome = _outcome(body) if status == 200 and make_body is not None else None
                 if outcome is not None:
@@ -264,12 +280,13 @@ async def run_load(
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
     elapsed = time.perf_counter() - started
-    return _report(path, concurrency, elapsed, statuses, errors, latencies, answered, reasons)
+    return _report(path, concurrency, elapsed, statuses, errors, latencies, answered, reasons, follow_ups)
 
 
 def _report(
     path: str, concurrency: int, elapsed: float, statuses: Counter[int], errors: int,
     latencies: list[float], answered: Counter[int], reasons: Counter[str],
+    follow_ups: Counter[int] | None = None,
 ) -> LoadReport:
     total = sum(statuses.values())
     return LoadReport(
@@ -278,7 +295,7 @@ def _report(
         p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
         p99_ms=percentile(latencies, 99), max_ms=round(max(latencies), 3) if latencies else 0.0,
         answered_by=dict(answered), fell_back=sum(reasons.values()), fallback_reasons=dict(reasons),
-        latencies_ms=latencies,
+        follow_up_counts=dict(follow_ups or {}), latencies_ms=latencies,
     )
 
 
@@ -292,6 +309,22 @@ def retrieve_body(phase: int | None, unique: bool = False) -> BodyFactory:
         if phase is not None:
             body["phase"] = phase
         return body
+
+    return make
+
+
+def feedback_follow_up(every: int) -> FollowUp:
+    """Every `every`-th answered request gets a POST /feedback for its request id,
+    verdicts cycled, as a chat backend relays users' thumbs up and down."""
+
+    def make(i: int, body: bytes) -> tuple[str, dict[str, Any]] | None:
+        if every <= 0 or i % every:
+            return None
+        try:
+            request_id = json.loads(body)["request_id"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        return "/feedback", {"request_id": request_id, "verdict": FEEDBACK_VERDICTS[(i // every) % 4]}
 
     return make
 
@@ -336,6 +369,9 @@ def add_parser(sub: Any) -> None:
                    help="phase cap to load (repeatable; default 1, 2 and 3)")
     p.add_argument("--soak-minutes", type=float, default=0.0,
                    help="then hold load this long (unique queries, phases cycled) and report RSS growth")
+    p.add_argument("--feedback-every", type=int, default=0, metavar="N",
+                   help="during the soak, POST /feedback for every N-th answer (0 = none); 429s from the "
+                        "feedback rate limit are counted, not errors")
     p.add_argument("--pid", type=int, help="server pid for RSS (default: the process listening on the port)")
     p.add_argument("--json", action="store_true", help="also print the reports as JSON")
     p.set_defaults(handler=_load)
@@ -395,7 +431,8 @@ async def _soak(args: argparse.Namespace, url: str, conc: int) -> tuple[dict[str
             n = base + i
             return retrieve_body(1 + n % 3, unique=True)(n)
 
-        report = await run_load(url, body, conc, min(step, left))
+        report = await run_load(url, body, conc, min(step, left),
+                                follow_up=feedback_follow_up(getattr(args, "feedback_every", 0)))
         offset += report.requests
         reports.append(report)
         rss = rss_mib(pid) if pid is not None else None
@@ -414,14 +451,16 @@ def _merge(reports: list[LoadReport]) -> LoadReport:
     statuses: Counter[int] = Counter()
     answered: Counter[int] = Counter()
     reasons: Counter[str] = Counter()
+    follow_ups: Counter[int] = Counter()
     latencies: list[float] = []
     for r in reports:
         statuses.update(r.status_counts)
+        follow_ups.update(r.follow_up_counts)
         answered.update(r.answered_by)
         reasons.update(r.fallback_reasons)
         latencies.extend(r.latencies_ms)
     return _report(
         reports[0].path if reports else "/retrieve", reports[0].concurrency if reports else 0,
         sum(r.duration_s for r in reports), statuses, sum(r.errors for r in reports), latencies,
-        answered, reasons,
+        answered, reasons, follow_ups,
     )

@@ -7,12 +7,12 @@ import contextlib
 
 import pytest
 
-from service.loadgen import percentile, require_loopback, run_load
+from service.loadgen import feedback_follow_up, percentile, require_loopback, run_load
 
 SAFETY_S = 120.0
 
 
-async def _server(status: bytes) -> tuple[asyncio.Server, int, list[bytes]]:
+async def _server(status: bytes, body: bytes = b"ok") -> tuple[asyncio.Server, int, list[bytes]]:
     seen: list[bytes] = []
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -22,7 +22,8 @@ async def _server(status: bytes) -> tuple[asyncio.Server, int, list[bytes]]:
                 length = next((int(line[15:]) for line in head.split(b"\r\n")
                                if line.lower().startswith(b"content-length:")), 0)
                 seen.append(await reader.readexactly(length))
-                writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\n\r\nok")
+                writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: " + str(len(body)).encode()
+                             + b"\r\n\r\n" + body)
                 await writer.drain()
         writer.close()
 
@@ -49,6 +50,18 @@ async def test_5xx_and_refused_connections_are_errors() -> None:
     assert report.errors == 10 and report.status_counts == {503: 10}
     refused = await run_load(f"http://127.0.0.1:{port}", None, 1, SAFETY_S, max_requests=3)
     assert refused.errors == 3 and refused.status_counts == {0: 3}
+
+
+async def test_the_soak_can_send_feedback_for_every_nth_answer() -> None:
+    server, port, seen = await _server(b"200 OK", b'{"request_id": "req-7", "phase": 2}')
+    async with server:
+        report = await run_load(f"http://127.0.0.1:{port}", lambda i: {"query": f"q{i}"}, 1, SAFETY_S,
+                                max_requests=10, follow_up=feedback_follow_up(5))
+    feedback = [b for b in seen if b"verdict" in b]
+    # Answers 0 and 5 are followed by feedback naming the answer's request id, verdicts cycled.
+    assert len(feedback) == 2 and all(b'"request_id": "req-7"' in b for b in feedback)
+    assert b'"helpful"' in feedback[0] and b'"not_what_i_meant"' in feedback[1]
+    assert report.requests == 10 and report.follow_up_counts == {200: 2} and report.errors == 0
 
 
 @pytest.mark.parametrize("url", ["http://10.0.0.5:8000", "http://example.com", "ftp://127.0.0.1"])
