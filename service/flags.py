@@ -269,6 +269,8 @@ class ContextFlags(_Flags, frozen=True):
     recent_messages: PositiveInt = 500
     total: PositiveInt = 3000
     max_chunks_per_doc: PositiveInt = 2
+    window_chars: Annotated[int, msgspec.Meta(ge=0, le=4000)] = 200
+    full_page_confidence: Fraction = 0.5
 
     def __post_init__(self) -> None:
         # Every context carries the core concepts and, on an answer, the

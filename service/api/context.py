@@ -21,7 +21,7 @@ from service.api.errors import client_errors
 from service.api.retrieve import fallback_of, options_of, pipeline_of, validate_request
 from service.api.schemas import FallbackStep, OptionOut, Query, RetrieveRequest, Status
 from service.context.builder import build_context
-from service.context.passages import concepts_of, passages_of
+from service.context.passages import answered_page, concepts_of, full_page_of, passages_of
 from service.context.types import (
     Budget,
     ContextInputs,
@@ -146,7 +146,11 @@ async def context(
     ui, widgets, messages = _inputs(data)
     inputs = ContextInputs(
         status=outcome.status, message=outcome.message,
-        passages=passages_of(outcome.results, pipeline.indexes),
+        passages=passages_of(
+            outcome.results, pipeline.indexes, budget.window_chars,
+            full_page_of(outcome.status, outcome.confidence, outcome.results, budget.full_page_confidence),
+        ),
+        answered=answered_page(outcome.status, outcome.results),
         options=tuple(f"{o.title} ({o.category})" for o in outcome.options),
         concepts=concepts_of(pipeline.glossary.concepts), ui=ui, widgets=widgets, messages=messages,
     )

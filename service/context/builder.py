@@ -6,16 +6,23 @@ includes its `## Name` heading and stays within its budget; the assembled text
 (sections joined by blank lines) stays within the total.
 
 Fitting, in order (every removal is reported in `dropped`):
-1. Documentation: passages best-scored first; more than `max_chunks_per_doc`
-   passages of one document are dropped (`per_document_cap`).
-2. Each section within its own budget (`section_budget`): documentation drops
-   its lowest-scored passage, recent messages their oldest message, the other
-   sections their last item; a section's last remaining item is shortened by
-   whole sentences from its end, or dropped when not even one sentence fits.
-3. The total (`total_budget`): drop the lowest-scored passages down to the best
-   one, then the oldest messages down to the newest, then shorten (or drop) the
-   best passage, then the newest message, then widget states, UI context and
-   core concepts from their ends; a clarification goes last.
+1. Documentation: the answered page's passages first, then best-scored first;
+   the answered page as a whole (`scope` "page") when the passage carries it
+   and it fits the documentation budget on its own (its other chunks are then
+   in it); else each chunk with its neighbours (`scope` "window") when it has
+   them; more than `max_chunks_per_doc` passages of one document are dropped
+   (`per_document_cap`).
+2. Each section within its own budget (`section_budget`): documentation first
+   narrows windows to their chunk (lowest-ranked first), then drops its
+   lowest-ranked passage; recent messages drop their oldest message, the other
+   sections their last item; a section's last remaining item is shortened
+   (page → window → chunk, then by whole sentences and blocks from its end),
+   or dropped when not even one sentence fits.
+3. The total (`total_budget`): narrow the windows of all but the first
+   passage, drop the lowest-ranked passages down to the first one, then the
+   oldest messages, then widget states, UI context and core concepts from
+   their ends, and only then shorten (or drop) the first passage: a tight
+   budget keeps the answered page's material first. A clarification goes last.
 On `clarify`, `no_match` and `disabled` the documentation section carries the
 clarification text (and its options) and no documentation at all.
 """
@@ -39,6 +46,7 @@ from service.context.types import (
     Dropped,
     DropReason,
     Passage,
+    Scope,
     Section,
 )
 from service.normalize.text import clean
@@ -57,6 +65,9 @@ class _Item:
     """A first line that is never shortened (a passage's citation)."""
     passage: Passage | None = None
     trimmed: bool = False
+    scope: Scope = "chunk"
+    narrower: tuple[tuple[str, Scope], ...] = ()
+    """Whole, smaller bodies to fall back on before cutting, largest first (window → chunk)."""
 
     def render(self) -> str:
         return f"{self.head}\n{self.body}" if self.head else self.body
@@ -93,25 +104,56 @@ class _Fitter:
             tokens=self.count(item.render()),
         ))
 
-    def shorten(self, section: _Section, index: int, limit: int, reason: DropReason) -> None:
-        """Cut the item by whole sentences until the section fits `limit`; else drop it."""
+    def narrow(self, section: _Section, index: int, reason: DropReason) -> None:
+        """The item's next smaller whole body (page → window → chunk)."""
         item = section.items[index]
+        (body, scope), *rest = item.narrower
+        self._replace(section, index, replace(item, body=body, scope=scope, narrower=tuple(rest), trimmed=True),
+                      reason)
 
-        def fits(candidate: str) -> bool:
-            trial = [*section.items[:index], replace(item, body=candidate), *section.items[index + 1 :]]
+    def _replace(self, section: _Section, index: int, smaller: _Item, reason: DropReason) -> None:
+        item = section.items[index]
+        section.items[index] = smaller
+        self.dropped.append(Dropped(
+            section=section.name, item=item.key, action="trimmed", reason=reason,
+            tokens=self.count(item.render()) - self.count(smaller.render()),
+        ))
+
+    def shorten(self, section: _Section, index: int, limit: int, reason: DropReason) -> None:
+        """Narrow the item, then cut it by whole sentences and blocks, until the
+        section fits `limit`; else drop it."""
+        def fits_with(candidate: _Item) -> bool:
+            trial = [*section.items[:index], candidate, *section.items[index + 1 :]]
             return self.count(section.text(trial)) <= limit
 
-        shorter = longest_fitting_prefix(item.body, fits)
+        item = section.items[index]
+        while item.narrower:
+            body, scope = item.narrower[0]
+            if fits_with(replace(item, body=body)) or len(item.narrower) == 1:
+                # The first narrower body that fits, else the narrowest (the chunk) to cut.
+                item = replace(item, body=body, scope=scope, narrower=item.narrower[1:], trimmed=True)
+                break
+            item = replace(item, narrower=item.narrower[1:])
+        if fits_with(item):
+            self._replace(section, index, item, reason)
+            return
+        shorter = longest_fitting_prefix(item.body, lambda body: fits_with(replace(item, body=body)))
         if not shorter or shorter == item.body.rstrip():
             self.drop(section, index, reason)
             return
-        section.items[index] = replace(item, body=shorter, trimmed=True)
-        self.dropped.append(Dropped(
-            section=section.name, item=item.key, action="trimmed", reason=reason,
-            tokens=self.count(item.render()) - self.count(section.items[index].render()),
-        ))
+        self._replace(section, index, replace(item, body=shorter, trimmed=True), reason)
+
+    def narrow_windows(self, section: _Section, over: Callable[[], bool], first: int, reason: DropReason) -> None:
+        """Windows back to their chunk, lowest-ranked first down to item `first`, while `over()`."""
+        for index in range(len(section.items) - 1, first - 1, -1):
+            if not over():
+                return
+            if section.items[index].scope == "window":
+                self.narrow(section, index, reason)
 
     def fit_section(self, section: _Section) -> None:
+        if section.name == DOCUMENTATION:
+            self.narrow_windows(section, lambda: self.tokens(section) > section.budget, 0, "section_budget")
         while section.items and self.tokens(section) > section.budget:
             if len(section.items) > 1:
                 self.drop(section, 0 if section.oldest_first else -1, "section_budget")
@@ -145,15 +187,21 @@ def _documentation(inputs: ContextInputs, budget: Budget, fitter: _Fitter) -> _S
         return section
     per_doc: dict[str, int] = {}
     seen: set[tuple[str, int | None]] = set()
-    ranked = sorted(enumerate(inputs.passages), key=lambda p: (-p[1].score, p[0]))
+    whole_pages: set[str] = set()
+    ranked = sorted(
+        enumerate(inputs.passages), key=lambda p: (p[1].doc_slug != inputs.answered, -p[1].score, p[0])
+    )
     for _, passage in ranked:
-        if (passage.doc_slug, passage.chunk_index) in seen:
-            continue
+        if (passage.doc_slug, passage.chunk_index) in seen or passage.doc_slug in whole_pages:
+            continue  # a repeat, or a chunk of a page that is already there whole
         seen.add((passage.doc_slug, passage.chunk_index))
-        item = _Item(
-            key=_passage_key(passage), body=passage.text.strip(), passage=passage,
-            head=f"Source: {citation_label(passage)} ({passage.doc_slug})",
-        )
+        item = _passage_item(passage)
+        if passage.page_text and per_doc.get(passage.doc_slug, 0) == 0:
+            page = replace(item, body=passage.page_text.strip(), scope="page",
+                           narrower=((item.body, item.scope), *item.narrower))
+            if fitter.count(_Section(DOCUMENTATION, 0, [page]).text()) <= budget.retrieved_docs:
+                item = page
+                whole_pages.add(passage.doc_slug)
         per_doc[passage.doc_slug] = per_doc.get(passage.doc_slug, 0) + 1
         if per_doc[passage.doc_slug] > budget.max_chunks_per_doc:
             fitter.dropped.append(Dropped(
@@ -163,6 +211,17 @@ def _documentation(inputs: ContextInputs, budget: Budget, fitter: _Fitter) -> _S
             continue
         section.items.append(item)
     return section
+
+
+def _passage_item(passage: Passage) -> _Item:
+    chunk = passage.text.strip()
+    window = (passage.window_text or "").strip()
+    return _Item(
+        key=_passage_key(passage), passage=passage,
+        head=f"Source: {citation_label(passage)} ({passage.doc_slug})",
+        body=window or chunk, scope="window" if window else "chunk",
+        narrower=((chunk, "chunk"),) if window else (),
+    )
 
 
 def _multiline(text: str) -> str:
@@ -203,9 +262,6 @@ def _total_steps(sections: list[_Section], answer: bool) -> Iterator[tuple[_Sect
     concepts, docs, ui, widgets, messages = sections
     if answer:
         yield docs, 1
-    yield messages, 1
-    if answer:
-        yield docs, 0
     yield from ((messages, 0), (widgets, 0), (ui, 0), (concepts, 0), (docs, 0))
 
 
@@ -213,6 +269,8 @@ def _fit_total(sections: list[_Section], total: int, answer: bool, fitter: _Fitt
     def overflow() -> int:
         return fitter.count(_assemble(sections)) - total
 
+    if answer:
+        fitter.narrow_windows(sections[1], lambda: overflow() > 0, 1, "total_budget")
     for section, keep in _total_steps(sections, answer):
         while len(section.items) > keep and (over := overflow()) > 0:
             if len(section.items) > 1:
@@ -226,7 +284,7 @@ def _citations(section: _Section, count: Counter) -> list[Citation]:
         Citation(
             doc_slug=i.passage.doc_slug, title=i.passage.title, label=citation_label(i.passage),
             score=i.passage.score, tokens=count(i.render()), header_path=i.passage.header_path,
-            chunk_index=i.passage.chunk_index, trimmed=i.trimmed,
+            chunk_index=i.passage.chunk_index, trimmed=i.trimmed, scope=i.scope,
         )
         for i in section.items
         if i.passage is not None

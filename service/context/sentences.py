@@ -1,58 +1,23 @@
-"""Where a text may be cut without cutting a sentence, and cutting it to fit.
+"""Where a text may be cut without cutting a sentence or a Markdown block.
 
-A cut may fall at the end of a sentence (`.`, `!` or `?`, optionally closed by
-a quote, bracket or Markdown emphasis, followed by the start of a new
-sentence), at the end of a Markdown block line (a list item, heading or table
-row, or a line followed by a blank line or a new block), or at the end of the
-text. Never inside a fenced code block, never after a known abbreviation
-("e.g.", "Ch.").
+The pieces come from the parser's token stream (`service.ingest.parse.units`):
+a top-level paragraph may be cut between sentences (never after a known
+abbreviation such as "e.g."), a list item only after its own text together with
+its marker (a numbered step never loses its text), tables, code blocks and
+quotes only at their ends, and a text never ends on a heading.
 """
 
 from __future__ import annotations
 
-import re
+import textwrap
 from collections.abc import Callable
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_`]*(?=\s+[A-Z\"'(\[`*_])")
-_BLOCK_START = re.compile(r"^\s*(?:$|[-*+]\s|\d{1,9}[.)]\s|#{1,6}\s|\||```|~~~|>)")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf", "ch", "fig", "no", "dr", "mr", "mrs", "ms", "st"})
-
-
-def _after_abbreviation(line: str, end: int) -> bool:
-    stem = line[:end].rstrip("\"')]*_`").rstrip(".!?")
-    word = stem.rsplit(None, 1)[-1] if stem.split() else ""
-    return word.lower().lstrip("(\"'") in _ABBREVIATIONS
+from service.ingest.parse import units
 
 
 def cut_points(text: str) -> list[int]:
     """Ascending offsets at which `text[:offset]` ends on a whole sentence or block."""
-    points: list[int] = []
-    lines = text.split("\n")
-    offset = 0
-    fence: str | None = None
-    for number, line in enumerate(lines):
-        fence_match = _FENCE.match(line)
-        if fence is not None:
-            if fence_match and fence_match.group(1) == fence:
-                fence = None
-                points.append(offset + len(line))
-        elif fence_match:
-            fence = fence_match.group(1)
-        elif line.strip() and not _HEADING.match(line):  # never end on a heading
-            if not line.lstrip().startswith("|"):
-                points.extend(
-                    offset + m.end() for m in _SENTENCE_END.finditer(line) if not _after_abbreviation(line, m.end())
-                )
-            following = lines[number + 1] if number + 1 < len(lines) else ""
-            ends_sentence = line.rstrip().rstrip("\"')]*_`").endswith((".", "!", "?"))
-            if number + 1 == len(lines) or ends_sentence or _BLOCK_START.match(following):
-                points.append(offset + len(line))
-        offset += len(line) + 1
-    if fence is None and text.strip():
-        points.append(len(text))
-    return sorted({p for p in points if text[:p].strip()})
+    return sorted({u.end for u in units(text) if not u.heading and text[: u.end].strip()})
 
 
 def longest_fitting_prefix(text: str, fits: Callable[[str], bool]) -> str | None:
@@ -70,3 +35,31 @@ def longest_fitting_prefix(text: str, fits: Callable[[str], bool]) -> str | None
         else:
             high = middle - 1
     return best
+
+
+def head(text: str, max_chars: int) -> str:
+    """The longest prefix of whole pieces of at most `max_chars` characters ("" if none)."""
+    best = ""
+    for point in cut_points(text):
+        prefix = text[:point].rstrip()
+        if len(prefix) > max_chars:
+            break
+        best = prefix
+    return best
+
+
+def tail(text: str, max_chars: int) -> str:
+    """The longest suffix of whole pieces of at most `max_chars` characters ("" if none)."""
+    for unit in units(text):
+        # A suffix starting inside a nested list keeps its items, dedented.
+        suffix = textwrap.dedent(" " * _indent(text, unit.start) + text[unit.start :]).strip()
+        if len(suffix) <= max_chars:
+            return suffix
+    return ""
+
+
+def _indent(text: str, offset: int) -> int:
+    """Columns of whitespace before `offset` on its line (so dedent sees the first line's)."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    before = text[line_start:offset]
+    return len(before) if not before.strip() else 0

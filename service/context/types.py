@@ -19,6 +19,9 @@ DecisionStatus = Literal["answer", "clarify", "no_match", "disabled"]
 Role = Literal["user", "assistant"]
 DropAction = Literal["dropped", "trimmed"]
 DropReason = Literal["per_document_cap", "section_budget", "total_budget"]
+Scope = Literal["chunk", "window", "page"]
+"""What a documentation passage holds: the retrieved chunk, the chunk with its
+neighbours (`context.window_chars`), or its whole page (a confident answer)."""
 
 CORE_CONCEPTS = "Core concepts"
 DOCUMENTATION = "Relevant documentation"
@@ -69,6 +72,10 @@ class Passage(Base, frozen=True):
     score: float
     header_path: str | None = None
     chunk_index: int | None = None
+    window_text: str | None = None
+    """The chunk with its neighbours on the page (None: no neighbours, or windows off)."""
+    page_text: str | None = None
+    """The whole page, for the answered page of a confident answer."""
 
 
 class ConceptText(Base, frozen=True):
@@ -104,6 +111,7 @@ class Citation(Base, frozen=True):
     header_path: str | None = None
     chunk_index: int | None = None
     trimmed: bool = False
+    scope: Scope = "chunk"
 
 
 class Section(Base, frozen=True):
@@ -148,3 +156,5 @@ class ContextInputs:
     widgets: tuple[WidgetState, ...] = ()
     messages: tuple[Message, ...] = ()
     """Oldest first."""
+    answered: str | None = None
+    """The slug of the page an answer names: its material is kept first."""

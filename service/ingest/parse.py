@@ -27,6 +27,7 @@ section; any other bullet (with its children) is a list block of the section.
 
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
 import threading
@@ -79,9 +80,12 @@ _BLOCK_ID = re.compile(r"^\s*(?:[-*+]\s+)?id::\s*([0-9a-fA-F-]{8,})\s*$", re.MUL
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _EMPTY_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s*$")
 _BLANK_RUNS = re.compile(r"\n{3,}")
-# A sentence ends at . ! ? (optionally closed by a quote/bracket) followed by
-# whitespace and something that can start a sentence.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[`*_])")
+# A sentence ends at . ! ? (optionally closed by a quote, bracket or emphasis)
+# followed by whitespace and something that can start a sentence; not after a
+# known abbreviation ("e.g. Notes", "Ch. 3").
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_`]*(?=\s+[A-Z0-9\"'(\[`*_])")
+_SENTENCE_CLOSERS = "\"')]*_`"
+_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf", "ch", "fig", "no", "dr", "mr", "mrs", "ms", "st"})
 _ANCHOR_DROP = re.compile(r"[^\w\- ]")
 
 
@@ -156,9 +160,50 @@ def anchor_slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+def sentence_ends(text: str) -> list[int]:
+    """Offsets just after each sentence of `text` that another sentence follows."""
+    return [m.end() for m in _SENTENCE_END.finditer(text) if not _after_abbreviation(text, m.end())]
+
+
+def _after_abbreviation(text: str, end: int) -> bool:
+    stem = text[max(0, end - 24) : end].rstrip(_SENTENCE_CLOSERS).rstrip(".!?")
+    word = stem.rsplit(None, 1)[-1] if stem.split() else ""
+    return word.lower().lstrip("(\"'") in _ABBREVIATIONS
+
+
 def sentences(text: str) -> list[str]:
     """A paragraph cut at sentence ends (the chunker's last resort before word cuts)."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    cuts = [0, *sentence_ends(text), len(text)]
+    return [part for a, b in itertools.pairwise(cuts) if (part := text[a:b].strip())]
+
+
+def block_tokens(markdown: str) -> list[Token]:
+    """The parser's token stream for a fragment (the one every Markdown reader here uses)."""
+    return _MD.parse(markdown)
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """A piece of a Markdown fragment that a cut never splits (offsets into the fragment)."""
+
+    start: int
+    end: int
+    heading: bool = False
+    """A text never ends on a heading: the cut after it is not allowed."""
+
+
+def units(markdown: str) -> tuple[Unit, ...]:
+    """The fragment's uncuttable pieces in order, from its token stream.
+
+    A top-level paragraph gives one unit per sentence; a list item or quote
+    gives its marker together with its first block (a numbered step is never
+    split from its text), then one unit per further block or nested item;
+    tables, code blocks, HTML blocks and headings are whole units.
+    """
+    walker = _UnitWalker(markdown)
+    tokens = _MD.parse(markdown)
+    walker.walk(tokens, 0, len(tokens))
+    return tuple(walker.units)
 
 
 def name_slug(name: str) -> str:
@@ -452,6 +497,67 @@ class _Walker:
         for j in range(i, close):
             if tokens[j].type == "paragraph_open" and tokens[j].map is not None:
                 self.add("para", tokens[j], _plain(tokens[j + 1]))
+
+
+class _UnitWalker:
+    """Turns block tokens (their line maps) into `Unit`s; see `units`."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.split("\n")
+        self.offsets = [0]
+        for line in self.lines:
+            self.offsets.append(self.offsets[-1] + len(line) + 1)
+        self.units: list[Unit] = []
+        self.pending: int | None = None
+        """Start of an open list item or quote whose first block is not out yet."""
+        self.depth = 0
+
+    def span(self, token: Token) -> tuple[int, int]:
+        assert token.map is not None
+        first, last = token.map
+        while last > first + 1 and not self.lines[last - 1].strip():
+            last -= 1
+        line = self.lines[first]
+        start = self.offsets[first] + len(line) - len(line.lstrip())
+        return start, self.offsets[last - 1] + len(self.lines[last - 1].rstrip())
+
+    def emit(self, start: int, end: int, heading: bool = False, by_sentence: bool = False) -> None:
+        if self.pending is not None:
+            start, self.pending, by_sentence = self.pending, None, False
+        if end <= start:
+            return
+        cuts = [start]
+        if by_sentence:
+            text = self.text[start:end]
+            cuts += [start + e + len(text[e:]) - len(text[e:].lstrip()) for e in sentence_ends(text)]
+        for a, b in zip(cuts, [*cuts[1:], end], strict=True):
+            self.units.append(Unit(a, len(self.text[:b].rstrip()), heading))
+
+    def walk(self, tokens: Sequence[Token], i: int, end: int) -> None:
+        while i < end:
+            token = tokens[i]
+            close = _matching_close(tokens, i)
+            if token.map is not None:
+                if token.type in ("list_item_open", "blockquote_open"):
+                    self.container(tokens, i, close)
+                elif token.type in ("bullet_list_open", "ordered_list_open"):
+                    self.walk(tokens, i + 1, close)
+                else:
+                    start, stop = self.span(token)
+                    self.emit(start, stop, heading=token.type == "heading_open",
+                              by_sentence=token.type == "paragraph_open" and self.depth == 0)
+            i = close + 1
+
+    def container(self, tokens: Sequence[Token], i: int, close: int) -> None:
+        start, stop = self.span(tokens[i])
+        if self.pending is None:
+            self.pending = start
+        self.depth += 1
+        self.walk(tokens, i + 1, close)
+        self.depth -= 1
+        if self.pending is not None:  # an empty item: the marker alone
+            self.emit(start, stop)
 
 
 def _matching_close(tokens: Sequence[Token], i: int) -> int:

@@ -1,18 +1,18 @@
-"""Snippets: a window of a unit's plain text around the first matched term."""
+"""Snippets: a window of a unit's plain text around the first matched term.
+
+The plain text is the parser's (`service.ingest.parse.plain_text`: the page's
+one token stream, tool-specific markup cleaned), made once per unit at index time.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from service.ingest.parse import plain_text
+
+__all__ = ["SNIPPET_CHARS", "make_snippet", "plain_text"]
+
 SNIPPET_CHARS = 240
-
-_MARKDOWN_NOISE = re.compile(r"(^|\n)#+\s*|[*_`>|]+")
-
-
-def plain_text(markdown: str) -> str:
-    """Markdown marks out, whitespace collapsed (done once per unit at index time)."""
-    return " ".join(_MARKDOWN_NOISE.sub(" ", markdown).split())
 
 
 def _first_word_start(lowered: str, term: str) -> int | None:
