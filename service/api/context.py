@@ -148,7 +148,8 @@ async def context(
         status=outcome.status, message=outcome.message,
         passages=passages_of(
             outcome.results, pipeline.indexes, budget.window_chars,
-            full_page_of(outcome.status, outcome.confidence, outcome.results, budget.full_page_confidence),
+            full_page_of(outcome.status, outcome.confidence, outcome.reason, outcome.results,
+                         budget.full_page_confidence),
         ),
         answered=answered_page(outcome.status, outcome.results),
         options=tuple(f"{o.title} ({o.category})" for o in outcome.options),

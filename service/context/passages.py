@@ -28,6 +28,8 @@ from service.ingest.parse import block_tokens
 from service.scoring.glossary import Concept
 from service.scoring.indexes import CorpusIndexes
 
+MULTI_INTENT = "multi_intent"
+"""The decision's reason for an answer that covers several pages (service/decide/policy.py)."""
 DEMOTE_LEVELS = 2
 """`##` → `####`: a page's headings go below the context's own `##` sections."""
 DEMOTE_UP_TO = 4
@@ -146,11 +148,17 @@ def answered_page(status: str, results: Sequence[Evidence]) -> str | None:
     return results[0].doc_slug if status == "answer" and results else None
 
 
-def full_page_of(status: str, confidence: float, results: Sequence[Evidence], threshold: float) -> str | None:
+def full_page_of(outcome_status: str, confidence: float, reason: str, results: Sequence[Evidence],
+                 threshold: float) -> str | None:
     """The answered page when the decision's own confidence reaches `threshold`
-    (`context.full_page_confidence`): the gap to the runner-up the decision
-    answered on (1.0 for a Tier-1 cache hit or a question naming a page title)."""
-    return answered_page(status, results) if confidence >= threshold else None
+    (`context.full_page_confidence`). The confidence is the decision's
+    (top − runner-up) / top, so 0.5 means the page scores at least twice the
+    next one (1.0: a Tier-1 cache hit, or a question naming a page's title). A
+    multi-intent answer names several pages (and asks which to go deeper on):
+    none of them is the answer, so none comes whole."""
+    if reason == MULTI_INTENT or confidence < threshold:
+        return None
+    return answered_page(outcome_status, results)
 
 
 def concepts_of(concepts: Sequence[Concept]) -> tuple[ConceptText, ...]:

@@ -5,7 +5,7 @@
    service (DATABASE_URL, else the embedded PostgreSQL under DATA_DIR),
    created and migrated here. The service's database is never touched.
 3. Index with the service's own parts: BEIR doc → `Document(slug="beir/<_id>",
-   category="concepts")` → the service's chunker → docs_knowledge(+_chunks)
+   category="beir")` → the service's chunker → docs_knowledge(+_chunks)
    (the seeder's sync functions) → `index_embeddings` (the service's indexer
    and embedder, with an on-disk vector cache in front: cache.py).
 4. Run every query through the pipeline's own stages: `Pipeline.normalise`,
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from service.scoring.hybrid import HybridLegs, HybridRetriever
 
 CACHE_DIR = PROJECT_ROOT / ".cache" / "embeddings"
-EVAL_CATEGORY = "concepts"
+EVAL_CATEGORY = "beir"
+"""Every IR-evaluation page's category (any slug-like name: categories are the corpus's own)."""
 SLUG_PREFIX = "beir/"
 
 
