@@ -3,7 +3,7 @@
 Both phases score "units": a whole document, or a chunk that inherits its
 document's title and keywords and whose own headings count as title words.
 A unit keeps what every search reads: match keys per field (the seed
-formula's guards) and its plain text (snippets).  BM25F's term frequencies
+formula's guards); its plain text (snippets) is parsed on demand.  BM25F's term frequencies
 travel beside it in `FieldTerms` only until the posting arrays have recorded
 them, so the index never holds a dictionary of counts per unit.
 """
@@ -41,9 +41,16 @@ class ScoringUnit:
     content_keys: tuple[str, ...]
     """Sorted, distinct; a tuple is a third of a frozenset's size (seed.py searches it by bisection)."""
     content_token_count: int
-    plain: str
-    """The content without Markdown marks, whitespace collapsed: what snippets cut."""
-    plain_lower: str
+
+    @property
+    def plain(self) -> str:
+        """The content as a reader sees it, whitespace collapsed: what snippets cut.
+        Parsed when a snippet first needs it (cached by content), not at index time."""
+        return plain_text(self.content)
+
+    @property
+    def plain_lower(self) -> str:
+        return self.plain.lower()
 
 
 @dataclass(frozen=True)
@@ -119,7 +126,6 @@ def _prepare(
     content_tokens = lexicon.normalise(content)
     keyword_tokens = [t for phrase in keywords for t in lexicon.normalise(phrase)]
     title_tokens = [t for seq in title_sequences for t in seq]
-    plain = plain_text(content)
     unit = ScoringUnit(
         doc_slug=doc_slug,
         title=title,
@@ -135,8 +141,6 @@ def _prepare(
         keyword_keys=frozenset(match_keys(keyword_tokens)),
         content_keys=tuple(sorted(set(match_keys(content_tokens)))),
         content_token_count=len(content_tokens),
-        plain=plain,
-        plain_lower=plain.lower(),
     )
     terms = FieldTerms(
         title_tf=_term_counts(title_tokens),

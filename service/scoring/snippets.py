@@ -1,18 +1,29 @@
 """Snippets: a window of a unit's plain text around the first matched term.
 
 The plain text is the parser's (`service.ingest.parse.plain_text`: the page's
-one token stream, tool-specific markup cleaned), made once per unit at index time.
+one token stream, tool-specific markup cleaned), made once per unit at index
+time; it is cached by content, so a semantic hit's snippet at query time
+(scoring/hybrid.py) reuses the index's parse instead of parsing again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
-from service.ingest.parse import plain_text
+from service.ingest import parse
 
 __all__ = ["SNIPPET_CHARS", "make_snippet", "plain_text"]
 
 SNIPPET_CHARS = 240
+PLAIN_TEXT_CACHE = 4096
+"""Units' contents (~1 KB each with their plain text): a few MB at most."""
+
+
+@lru_cache(maxsize=PLAIN_TEXT_CACHE)
+def plain_text(markdown: str) -> str:
+    """A unit's Markdown as the words a reader sees (see `parse.plain_text`)."""
+    return parse.plain_text(markdown)
 
 
 def _first_word_start(lowered: str, term: str) -> int | None:
