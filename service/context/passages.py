@@ -91,11 +91,12 @@ def _neighbours(
         if chunk is None:
             break
         text = chunk.content.strip()
-        if len(text) > left:
+        if len(text) > left:  # the part next to the hit, and the window ends there
             text = tail(text, left) if step < 0 else head(text, left)
-        if not text:
+            if text:
+                out.append(msgspec.structs.replace(chunk, content=text))
             break
-        out.append(chunk if text == chunk.content else msgspec.structs.replace(chunk, content=text))
+        out.append(chunk)
         left -= len(text)
         index += step
     return out

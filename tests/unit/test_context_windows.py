@@ -117,7 +117,7 @@ def test_a_window_adds_neighbours_of_the_same_page_within_window_chars() -> None
     (p,) = passages_of([hit(DOC.slug, 2)], INDEXES, window_chars=38)
     assert p.text == STEPS and p.window_text is not None
     before, after = p.window_text.split(STEPS)
-    # The closing sentence of chunk 1 (17 characters); chunk 0's last sentence would pass 38.
+    # The closing sentence of chunk 1 (17 characters): the whole chunk is longer than 38.
     assert before == "#### Deleting\n\nUndo with Ctrl+Z.\n\n#### Restoring\n\n"
     assert after == "\n\nNotes stay in the Trash for 30 days."
     (wide,) = passages_of([hit(DOC.slug, 2)], INDEXES, window_chars=10_000)
@@ -204,3 +204,10 @@ def test_a_tight_total_keeps_the_answered_page_before_the_glossary_and_other_pag
     assert result.text == text and result.total_tokens <= 14  # the glossary went, the answer stayed
     tighter = build_context(inputs, Budget(total=10), words, "words")
     assert docs_of(tighter)[1] == [(DOC.slug, 0, "chunk")]  # then the window narrows to the chunk
+
+
+def test_a_window_stays_contiguous_after_a_partial_neighbour() -> None:
+    # 45 characters: chunk 1's last sentence (17) fits, its whole text does not; chunk 0 is never reached.
+    (p,) = passages_of([hit(DOC.slug, 2)], INDEXES, window_chars=45)
+    assert p.window_text is not None
+    assert "Undo with Ctrl+Z." in p.window_text and "Each note has a title." not in p.window_text
