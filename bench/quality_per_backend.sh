@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/results/quality}
-dataset=${2:-../../shared/datasets/cranfield}
+dataset=${2:-../shared/datasets/cranfield}
 work=$(mktemp -d -t quality-XXXX)
 mkdir -p "$out"
 export EMBEDDING_CACHE_DIR=${EMBEDDING_CACHE_DIR:-$PWD/.data/models}
