@@ -328,6 +328,11 @@ class InsightsFlags(_Flags, frozen=True):
     min_samples: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 20
 
 
+class ConversationFlags(_Flags, frozen=True):
+    reply_ttl_s: Annotated[int, msgspec.Meta(ge=10, le=86_400)] = 1800
+    """A clarification older than this is refused as `reply_to` (400 "expired")."""
+
+
 class Flags(_Flags, frozen=True):
     enabled: bool = True
     phase: Phase = 3
@@ -348,6 +353,7 @@ class Flags(_Flags, frozen=True):
     feedback: FeedbackFlags = FeedbackFlags()
     review: ReviewFlags = ReviewFlags()
     insights: InsightsFlags = InsightsFlags()
+    conversation: ConversationFlags = ConversationFlags()
 
     def __post_init__(self) -> None:
         # HNSW returns at most ef_search neighbours: a larger pool could not fill.

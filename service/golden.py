@@ -23,6 +23,33 @@ cases:
 ```
 
 A case states what a user should get, written before the code answers it.
+
+Dialogue cases (`dialogues:`, in the same files or their own) are conversations:
+ordered turns, each sent to `/retrieve` with the turns before it as `history`
+(the assistant's turns carry the pages it answered with), the dialogue's or the
+turn's `ui_context`, and — as the chat panel does when the user answers a
+question — the previous response's `clarification` as `reply_to`:
+
+```yaml
+dialogues:
+  - id: remove-widget-then-pick-manager
+    phase: 3                     # optional; default 3
+    ui_context: {screen: dashboard}   # optional; the screen for every turn
+    note: why                    # as for cases
+    known_failure: "reason"      # as for cases
+    turns:
+      - say: how do I remove a widget
+        expect: {decision: clarify, includes: [widgets/widget-manager]}
+      - say: Widget Manager      # answers the clarification (reply_to sent)
+        reply: true              # optional; default: reply whenever the last response asked
+        ui_context: {screen: x}  # optional; this turn's screen instead of the dialogue's
+        expect:
+          decision: answer
+          top: widgets/widget-manager
+          section: Removing      # optional: the first result's header path contains it
+          topic: reply           # optional: conversation.topic (message|history|screen|reply)
+          from_turn: 0           # optional: the history turn a topic was carried from
+```
 """
 
 from __future__ import annotations
@@ -47,6 +74,9 @@ class Expectation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     min_distinct_docs: int | None = None
     header_path: bool = False
     message: str | None = None
+    section: str | None = None
+    topic: str | None = None
+    from_turn: int | None = None
 
 
 class GoldenCase(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -62,8 +92,45 @@ class GoldenCase(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     known_failure: str | None = None
 
 
+TOPIC_SOURCES = ("message", "history", "screen", "reply")
+DIALOGUE_PHASE = 3
+MAX_DIALOGUE_HISTORY = 10
+"""`history` sent with a turn: the last 10 turns (the request's bound)."""
+
+
+class DialogueTurn(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    say: str
+    expect: Expectation
+    reply: bool | None = None
+    """Send the previous response's clarification as `reply_to` (default: whenever there is one)."""
+    ui_context: dict[str, Any] | None = None
+
+
+class Dialogue(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    id: str
+    turns: list[DialogueTurn]
+    phase: int = DIALOGUE_PHASE
+    ui_context: dict[str, Any] | None = None
+    note: str | None = None
+    known_failure: str | None = None
+
+    @property
+    def query(self) -> str:
+        """The dialogue's messages, for a report line."""
+        return " → ".join(t.say for t in self.turns)
+
+
 class GoldenFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A file of cases only (what the goldens export writes)."""
+
     cases: list[GoldenCase]
+
+
+class GoldenSuite(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a golden file may hold: cases, dialogues, or both."""
+
+    cases: list[GoldenCase] = []
+    dialogues: list[Dialogue] = []
 
 
 class GoldenFileError(ValueError):
@@ -98,11 +165,52 @@ def _problems(case: GoldenCase) -> list[str]:
 
 def parse_golden(text: str, source: str = "<text>") -> list[GoldenCase]:
     """Golden cases from YAML text (`source` names it in error messages)."""
+    return parse_golden_file(text, source).cases
+
+
+def load_dialogues(path: Path) -> list[Dialogue]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GoldenFileError(f"{path}: {exc}") from exc
+    return parse_golden_file(text, str(path)).dialogues
+
+
+def _dialogue_problems(dialogue: Dialogue) -> list[str]:
+    problems = []
+    if not dialogue.turns:
+        problems.append("a dialogue needs at least one turn")
+    if dialogue.phase not in IMPLEMENTED_PHASES:
+        problems.append(f"phase must be among {list(IMPLEMENTED_PHASES)}")
+    if dialogue.known_failure is not None and not dialogue.known_failure.strip():
+        problems.append("`known_failure` must give the reason")
+    for number, turn in enumerate(dialogue.turns):
+        expect = turn.expect
+        if isinstance(expect.decision, list) and len(expect.decision) > 1 and not dialogue.note:
+            problems.append(f"turn {number} accepts more than one decision without a `note`")
+        if expect.topic is not None and expect.topic not in TOPIC_SOURCES:
+            problems.append(f"turn {number}: topic must be one of {', '.join(TOPIC_SOURCES)}")
+        if turn.reply and number == 0:
+            problems.append("the first turn has no clarification to reply to")
+    return problems
+
+
+def parse_golden_file(text: str, source: str = "<text>") -> GoldenSuite:
+    """Cases and dialogues from YAML text (`source` names it in error messages)."""
     try:
         data = yaml.safe_load(text)
-        cases = msgspec.convert(data, GoldenFile).cases
+        golden = msgspec.convert(data, GoldenSuite)
     except (yaml.YAMLError, msgspec.ValidationError) as exc:
         raise GoldenFileError(f"{source}: {exc}") from exc
+    cases = golden.cases
+    seen_dialogues: set[str] = set()
+    for dialogue in golden.dialogues:
+        if dialogue.id in seen_dialogues:
+            raise GoldenFileError(f"{source}: duplicate dialogue id {dialogue.id!r}")
+        seen_dialogues.add(dialogue.id)
+        problems = _dialogue_problems(dialogue)
+        if problems:
+            raise GoldenFileError(f"{source}: dialogue {dialogue.id!r}: {'; '.join(problems)}")
     seen: set[str] = set()
     for case in cases:
         if case.id in seen:
@@ -111,7 +219,7 @@ def parse_golden(text: str, source: str = "<text>") -> list[GoldenCase]:
         problems = _problems(case)
         if problems:
             raise GoldenFileError(f"{source}: case {case.id!r}: {'; '.join(problems)}")
-    return cases
+    return golden
 
 
 def phases_of(case: GoldenCase, only: int | None = None) -> list[int]:
@@ -138,8 +246,39 @@ def request_of(case: GoldenCase, phase: int) -> tuple[str, dict[str, Any]]:
 
 
 def endpoint_of(body: dict[str, Any]) -> str:
-    """Where a body from `request_of` goes (replay posters get the body only)."""
-    return "/context" if "ui_context" in body else "/retrieve"
+    """Where a body from `request_of` or `turn_request` goes (replay posters get the body only):
+    a case with a screen goes to /context, which has no `phase`; a dialogue's turn always names one."""
+    return "/context" if "ui_context" in body and "phase" not in body else "/retrieve"
+
+
+def turn_request(
+    dialogue: Dialogue, number: int, history: list[dict[str, Any]], clarification: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The /retrieve body of a dialogue's turn, given the turns so far and the last clarification."""
+    turn = dialogue.turns[number]
+    body: dict[str, Any] = {"query": turn.say, "phase": dialogue.phase}
+    if history:
+        body["history"] = history[-MAX_DIALOGUE_HISTORY:]
+    screen = turn.ui_context if turn.ui_context is not None else dialogue.ui_context
+    if screen is not None:
+        body["ui_context"] = screen
+    if clarification is not None and turn.reply is not False:
+        body["reply_to"] = clarification
+    return body
+
+
+def turns_after(say: str, response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The two history turns a request and its response add (what the chat panel keeps)."""
+    assistant: dict[str, Any] = {"role": "assistant", "content": response.get("message") or ""}
+    results = response.get("results") or []
+    if response.get("status") == "answer" and results:
+        assistant["doc_slugs"] = list(dict.fromkeys(r["doc_slug"] for r in results))[:10]
+        if not assistant["content"]:
+            first = results[0]
+            assistant["content"] = first.get("header_path") or first.get("title") or first["doc_slug"]
+    if not assistant["content"]:
+        assistant["content"] = str(response.get("status"))
+    return [{"role": "user", "content": say}, assistant]
 
 
 def verdict(case: GoldenCase, failures: list[str]) -> str:
@@ -188,4 +327,13 @@ def check(case: GoldenCase, response: dict[str, Any]) -> list[str]:
         failures.append("first result has no header_path")
     if expect.message is not None and response.get("message") != expect.message:
         failures.append(f"message {response.get('message')!r}, expected {expect.message!r}")
+    if expect.section is not None:
+        path = (results[0].get("header_path") or "") if results else ""
+        if expect.section.casefold() not in path.casefold():
+            failures.append(f"first section {path!r}, expected one under {expect.section!r}")
+    conversation = response.get("conversation") or {}
+    if expect.topic is not None and conversation.get("topic", "message") != expect.topic:
+        failures.append(f"topic from {conversation.get('topic', 'message')!r}, expected {expect.topic!r}")
+    if expect.from_turn is not None and conversation.get("from_turn") != expect.from_turn:
+        failures.append(f"topic carried from turn {conversation.get('from_turn')!r}, expected {expect.from_turn}")
     return failures

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
+from service.conversation import stage as conversation
+from service.conversation.topic import topic_words
 from service.db.errors import database_cause
 from service.decide import clarify
 from service.decide.calibrated_policy import (
@@ -74,6 +76,8 @@ class RetrieveParams:
     phase_cap: int | None = None
     top_k: int | None = None
     category: str | None = None
+    conversation: conversation.Conversation | None = None
+    """history / ui_context / reply_to (None: a single message, read on its own)."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,9 @@ class Pipeline:
         """Gets every answered request (the query log); must not block or raise."""
         # Normalises queries while no corpus is loaded (stopwords and synonyms only).
         self.empty_lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=synonyms)
+        self.topic_words: frozenset[str] = frozenset()
+        """Words that name a page's subject (title words, glossary terms, synonyms): a message
+        with one has a topic of its own (service/conversation/topic.py)."""
 
     # -- corpus -----------------------------------------------------------
     def load_corpus(self, documents: Sequence[Document], chunks: Sequence[Chunk], version: int) -> None:
@@ -233,6 +240,9 @@ class Pipeline:
         )
         self.anchors = {(c.doc_slug, c.chunk_index): c.anchor for c in chunks if c.anchor}
         self.served_pages = pages_fingerprint(d.slug for d in documents)
+        self.topic_words = topic_words(
+            [*(d.title for d in documents), *(c.term for c in self.glossary.concepts), *self.synonyms.words]
+        )
         release_free_memory()
 
     def active_calibration(self) -> CalibrationModel | None:
@@ -401,8 +411,9 @@ class Pipeline:
         if phase == 0:
             outcome = _generic("disabled", request_id, started, skipped, "disabled")
             return outcome, [(step.tier, "skipped") for step in skipped]
+        resolution = self._converse(params)
         with self._span("normalise"):
-            query, notes = self.normalise(params.query, flags)
+            query, notes = self.normalise(params.query if resolution is None else resolution.query, flags)
         ctx = TierContext(
             query=query, notes=notes, params=params, flags=flags,
             top_k=params.top_k or flags.retrieval.default_top_k,
@@ -442,6 +453,8 @@ class Pipeline:
                 kinds.append((name, kind))
                 if span is not None and self.telemetry is not None:
                     self.telemetry.mark_error(span, kind)
+        if answered is not None and resolution is not None:
+            answered, resolution = self._settle(answered, resolution, query, flags)
         if answered is not None and self.curate is not None:
             # Operator curations (service/curation): after retrieval, before the response;
             # each one that changed the answer is named in fallback_path.
@@ -453,6 +466,8 @@ class Pipeline:
                 fallback.extend(FallbackStep(tier=Tier.curation, reason=note) for note in curation_notes)
         with self._span("decide") as span:
             outcome = with_anchors(_outcome(answered, ctx, tuple(fallback), request_id, started), self.anchors)
+            if resolution is not None:
+                outcome = msgspec.structs.replace(outcome, conversation=resolution.trace)
             if span is not None:
                 span.set_attribute("retrieval.decision", outcome.status)
         if observe:
@@ -461,6 +476,49 @@ class Pipeline:
                 self.on_query(query, outcome, outcome.reason or "all_tiers_failed",
                               outcome.tier.value, outcome.stats)
         return outcome, kinds
+
+    # -- conversation (service/conversation/stage.py) ----------------------
+    def _converse(self, params: RetrieveParams) -> conversation.Resolution | None:
+        """The text to search, given the earlier turns, the screen or the clarification replied to."""
+        if params.conversation is None:
+            return None
+        indexes = self.indexes
+        lexicon = self.empty_lexicon if indexes is None else indexes.lexicon
+        topics = self.topic_words
+
+        def foreign(word: str) -> bool:
+            return len(word) > 2 and word not in lexicon.stopwords and word not in lexicon.vocabulary \
+                and word.removesuffix("s") not in lexicon.vocabulary and word not in topics
+
+        return conversation.resolve(params.query, params.conversation,
+                                    has_topic=topics.__contains__, foreign=foreign)
+
+    def _settle(
+        self, answered: TierOutcome, resolution: conversation.Resolution, query: NormalizedQuery, flags: Flags
+    ) -> tuple[TierOutcome, conversation.Resolution]:
+        def on_page(slug: str) -> Evidence | None:
+            return self._page_evidence(slug, answered, query, flags)
+
+        decision, resolution = conversation.settle(answered.decision, resolution, on_page, _TEXTS)
+        if decision is answered.decision:
+            return answered, resolution
+        return TierOutcome(answered.tier, answered.phase, decision, answered.stats, answered.candidates), resolution
+
+    def _page_evidence(self, slug: str, answered: TierOutcome, query: NormalizedQuery, flags: Flags) -> Evidence | None:
+        """A page's best passage for the searched question: from the tier's ranking, else its own units."""
+        ranked = answered.candidates.fused if answered.candidates is not None else list(answered.decision.results)
+        best = next((e for e in ranked if e.doc_slug == slug), None)
+        if best is not None or self.indexes is None:
+            return best
+        doc = self.indexes.documents_by_slug.get(slug)
+        if doc is None:
+            return None
+        index = self.indexes.documents if answered.phase == 1 else self.indexes.chunks
+        # The title's words reach every unit of the page; the question's words pick the passage.
+        title_tokens = self.normalise(doc.title, flags)[0].tokens
+        tokens = tuple(dict.fromkeys((*query.tokens, *title_tokens)))
+        hits = index.search(tokens, limit=len(index.units), lexical=flags.lexical)
+        return next((e for e in hits if e.doc_slug == slug), None)
 
     def _call(self, name: Tier, tier: TierFn, ctx: TierContext) -> Awaitable[TierOutcome]:
         hook = self.tier_hook
@@ -491,6 +549,10 @@ class Pipeline:
     def _record(self, tier: Tier, started: float, error: bool, observe: bool, database: bool = False) -> None:
         if self.recorder is not None and observe and tier is not Tier.cache:
             self.recorder.record(tier, (time.perf_counter() - started) * 1000, error, database)
+
+
+_TEXTS = conversation.Texts(no_match=clarify.NO_MATCH, suggest=(
+    lambda title: clarify.SINGLE_LOW_CONFIDENCE.format(top_a=title)))
 
 
 def with_anchors(outcome: Outcome, anchors: Mapping[tuple[str, int], str]) -> Outcome:

@@ -20,7 +20,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from service.golden import GoldenCase, check, phases_of, request_of
+from service.golden import (
+    Dialogue,
+    GoldenCase,
+    check,
+    phases_of,
+    request_of,
+    turn_request,
+    turns_after,
+)
 
 Post = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, Any]]]]
 Verdict = Literal["pass", "fail", "kill switch active", "capped by flags"]
@@ -158,3 +166,32 @@ async def replay_cases(cases: Sequence[GoldenCase], post: Post, only_phase: int 
             status, payload = await post(body)
             results.append(verdict_of(case, phase, status, payload))
     return results
+
+
+async def replay_dialogue(dialogue: Dialogue, post: Post) -> CaseResult:
+    """Play a dialogue turn by turn, as the chat panel would; one verdict for the whole conversation."""
+    history: list[dict[str, Any]] = []
+    clarification: dict[str, Any] | None = None
+    failures: list[str] = []
+    known = dialogue.known_failure
+    for number, turn in enumerate(dialogue.turns):
+        body = turn_request(dialogue, number, history, clarification)
+        status, payload = await post(body)
+        if status != 200:
+            failures.append(f"turn {number} ({turn.say!r}): HTTP {status}: {payload}")
+            break
+        skipped = skipped_because(dialogue.phase, payload)
+        if skipped is not None:
+            return CaseResult(dialogue.id, dialogue.phase, dialogue.query, [], skipped[0], skipped[1], known)
+        missed = check(GoldenCase(id=dialogue.id, query=turn.say, expect=turn.expect), payload)
+        if payload.get("phase") != dialogue.phase:
+            missed.append(f"answered by phase {payload.get('phase')}")
+        failures.extend(f"turn {number} ({turn.say!r}): {m}" for m in missed)
+        history.extend(turns_after(turn.say, payload))
+        clarification = payload.get("clarification")
+    verdict: Verdict = "fail" if failures else "pass"
+    return CaseResult(dialogue.id, dialogue.phase, dialogue.query, failures, verdict, known_failure=known)
+
+
+async def replay_dialogues(dialogues: Sequence[Dialogue], post: Post, only_phase: int | None = None) -> list[CaseResult]:
+    return [await replay_dialogue(d, post) for d in dialogues if only_phase is None or d.phase == only_phase]

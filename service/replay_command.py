@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from service.golden import GoldenCase, GoldenFileError, endpoint_of, load_golden
+from service.golden import GoldenFileError, GoldenSuite, endpoint_of, parse_golden_file
 from service.readiness import http_get, wait_until_ready
-from service.replay import IN_PROCESS_NOTE, CaseResult, Summary, replay_cases
+from service.replay import IN_PROCESS_NOTE, CaseResult, Summary, replay_cases, replay_dialogues
 from service.settings import Settings
 
 READY_TIMEOUT_S = 180.0
@@ -30,7 +30,7 @@ QUIET_LOGGERS = ("service.query", "httpx", "httpcore")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-async def _run_over_http(url: str, cases: list[GoldenCase], phase: int | None) -> list[CaseResult]:
+async def _run_over_http(url: str, golden: GoldenSuite, phase: int | None) -> list[CaseResult]:
     import httpx
 
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
@@ -40,7 +40,8 @@ async def _run_over_http(url: str, cases: list[GoldenCase], phase: int | None) -
             return response.status_code, response.json()
 
         await wait_until_ready(http_get(client), timeout_s=READY_TIMEOUT_S)
-        return await replay_cases(cases, post, phase)
+        results = await replay_cases(golden.cases, post, phase)
+        return results + await replay_dialogues(golden.dialogues, post, phase)
 
 
 async def _run_in_process(settings: Settings, path: Path, phase: int | None) -> list[CaseResult]:
@@ -86,14 +87,14 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        cases = load_golden(args.file)
-    except GoldenFileError as err:
+        golden = parse_golden_file(args.file.read_text(encoding="utf-8"), str(args.file))
+    except (GoldenFileError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     if args.url:
-        results = asyncio.run(_run_over_http(args.url, cases, args.phase))
+        results = asyncio.run(_run_over_http(args.url, golden, args.phase))
         note = f"over HTTP ({args.url}): the service answered as it would any client"
     else:
         results = asyncio.run(_run_in_process(settings, args.file, args.phase))

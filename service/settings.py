@@ -46,6 +46,8 @@ class Settings:
     """CORS is closed unless origins are listed (comma-separated in the env)."""
     graceful_shutdown_seconds: float = 20.0
     access_log: bool = False
+    clarification_key: str | None = field(default=None, repr=False)  # never printed
+    """CLARIFICATION_KEY: signs clarifications; unset = a key generated once and kept in PostgreSQL."""
     """uvicorn's per-request access log (the per-query JSON log is always on)."""
     http_telemetry: bool = True
     """OpenTelemetry's ASGI and asyncpg instrumentations (per-route metrics, server and
@@ -103,6 +105,13 @@ def _str(env: Mapping[str, str], name: str) -> str | None:
     return raw or None
 
 
+def _clarification_key(env: Mapping[str, str]) -> str | None:
+    key = _str(env, "CLARIFICATION_KEY")
+    if key is not None and len(key) < 32:
+        raise SettingsError(f"CLARIFICATION_KEY must be at least 32 characters (got {len(key)})")
+    return key
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from the environment (or a given mapping, for tests)."""
     env = os.environ if env is None else env
@@ -117,6 +126,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         host=_str(env, "HOST"),
         port=_int(env, "PORT", 1, 65535),
         admin_token=_str(env, "ADMIN_TOKEN"),
+        clarification_key=_clarification_key(env),
         seeds_dir=_path(env, "SEEDS_DIR"),
         flags_file=_path(env, "FLAGS_FILE"),
         migrations_dir=_path(env, "MIGRATIONS_DIR"),

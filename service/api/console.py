@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 from importlib import resources
@@ -32,14 +33,15 @@ from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, JSONBody
 
 from service.api.auth import admin_guard
+from service.api.conversation import clarification_for, conversation_of
 from service.api.documents import corpus_categories
 from service.api.errors import ErrorBody
 from service.api.openapi import ReplayOperation
 from service.api.retrieve import pipeline_of, response_of, validate_request
 from service.api.schemas import RetrieveRequest
 from service.domain.types import Base
-from service.golden import GoldenCase, GoldenFileError, load_golden, parse_golden, phases_of
-from service.replay import IN_PROCESS_NOTE, Label, Summary, replay_cases
+from service.golden import GoldenFileError, GoldenSuite, parse_golden_file, phases_of
+from service.replay import IN_PROCESS_NOTE, Label, Summary, replay_cases, replay_dialogues
 from service.state import get_state
 
 MAX_YAML_BYTES = 64 * 1024
@@ -137,20 +139,21 @@ def golden_files(directory: Path) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.yaml") if _FILE_NAME.match(p.stem))
 
 
-def _cases_of(data: ReplayRequest, directory: Path) -> tuple[str, list[GoldenCase]]:
+def _cases_of(data: ReplayRequest, directory: Path) -> tuple[str, GoldenSuite]:
     if (data.file is None) == (data.yaml is None):
         raise ValidationException("give exactly one of 'file' (a golden file name) or 'yaml'")
     try:
         if data.yaml is not None:
             if len(data.yaml.encode("utf-8")) > MAX_YAML_BYTES:
                 raise ValidationException(f"yaml is limited to {MAX_YAML_BYTES} bytes")
-            return "posted YAML", parse_golden(data.yaml, "posted YAML")
+            return "posted YAML", parse_golden_file(data.yaml, "posted YAML")
         name = (data.file or "").removesuffix(".yaml")
         if not _FILE_NAME.match(name) or name not in golden_files(directory):
             raise NotFoundException(
                 f"no golden file {data.file!r}; available: {', '.join(golden_files(directory)) or 'none'}"
             )
-        return f"{name}.yaml", load_golden(directory / f"{name}.yaml")
+        path = directory / f"{name}.yaml"
+        return f"{name}.yaml", parse_golden_file(path.read_text(encoding="utf-8"), str(path))
     except GoldenFileError as err:
         raise ValidationException(f"golden file rejected: {err}") from err
 
@@ -173,8 +176,9 @@ async def replay_files(state: State) -> GoldenFiles:
       request_max_body_size=2 * MAX_YAML_BYTES, operation_class=ReplayOperation,
       summary="Replay a golden file in-process through this service's pipeline")
 async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
-    source, cases = _cases_of(data, get_state(state).settings.golden_dir)
-    runs = sum(len(phases_of(case, data.phase)) for case in cases)
+    source, golden = _cases_of(data, get_state(state).settings.golden_dir)
+    cases = golden.cases
+    runs = sum(len(phases_of(case, data.phase)) for case in cases) + sum(len(d.turns) for d in golden.dialogues)
     if runs > MAX_REPLAY_RUNS:
         raise ValidationException(f"{runs} case runs; a replay is limited to {MAX_REPLAY_RUNS}")
     pipeline = pipeline_of(state)
@@ -185,12 +189,15 @@ async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
         """The same validation and pipeline as POST /retrieve, at the case's phase:
         no kill switch, flags `phase` and `enabled` set for the case."""
         try:
-            params = validate_request(msgspec.convert(body, RetrieveRequest), categories)
+            request = msgspec.convert(body, RetrieveRequest)
+            params = validate_request(request, categories)
+            conversation = await conversation_of(state, flags, request.history, request.ui_context, request.reply_to)
         except (msgspec.ValidationError, ValidationException) as err:
             return 400, {"error": str(err)}
         at_phase = msgspec.structs.replace(flags, enabled=True, phase=params.phase_cap or flags.phase)
-        outcome = await pipeline.run(params, at_phase, observe=False)
-        payload: dict[str, Any] = msgspec.to_builtins(response_of(outcome))
+        outcome = await pipeline.run(dataclasses.replace(params, conversation=conversation), at_phase, observe=False)
+        clarification = await clarification_for(state, outcome, params.query)
+        payload: dict[str, Any] = msgspec.to_builtins(response_of(outcome, clarification))
         return 200, payload
 
     lock = _lock(state)
@@ -199,6 +206,7 @@ async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
     async with lock:
         started = time.perf_counter()
         results = await replay_cases(cases, post_retrieve, data.phase)
+        results += await replay_dialogues(golden.dialogues, post_retrieve, data.phase)
         elapsed = (time.perf_counter() - started) * 1000
     out = [ReplayCase(id=r.case_id, phase=r.phase, query=r.query, passed=r.passed,
                       failures=r.failures, verdict=r.verdict, detail=r.detail,

@@ -8,6 +8,7 @@ names it), the same counter the chunker caps chunks with.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Annotated, Any, Literal
 
@@ -17,9 +18,21 @@ from litestar.datastructures import State
 from litestar.params import JSONBody
 
 from service.api.body import strict_required
+from service.api.conversation import clarification_for, conversation_of, conversation_out
 from service.api.errors import client_errors
 from service.api.retrieve import fallback_of, options_of, pipeline_of, validate_request
-from service.api.schemas import FallbackStep, OptionOut, Query, RetrieveRequest, Status
+from service.api.schemas import (
+    MAX_HISTORY_TURNS,
+    ClarificationOut,
+    ConversationOut,
+    FallbackStep,
+    OptionOut,
+    Query,
+    RetrieveRequest,
+    Status,
+    TurnIn,
+    UiContextIn,
+)
 from service.context.builder import build_context
 from service.context.passages import answered_page, concepts_of, full_page_of, passages_of
 from service.context.types import (
@@ -46,18 +59,6 @@ MAX_BODY_BYTES = 32 * 1024
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 Positive = Annotated[int, msgspec.Meta(ge=1, le=MAX_BUDGET)]
-
-
-class UiContextIn(Base, frozen=True):
-    """The screen the user is on, e.g. `{"screen": "workspace", "entry": "Thesis"}`."""
-
-    screen: Annotated[str, msgspec.Meta(
-        min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_-]*$",
-        description="dashboard | workspace | note | settings | …",
-    )]
-    entry: Name | None = None
-    workspace: Name | None = None
-    open_panels: Annotated[list[Name], msgspec.Meta(max_length=MAX_PANELS)] = msgspec.field(default_factory=list)
 
 
 class WidgetStateIn(Base, frozen=True):
@@ -92,6 +93,12 @@ class ContextRequest(Base, frozen=True):
         max_length=MAX_MESSAGES, description="The last 3–5 chat turns, oldest first (at most 5)",
     )] = msgspec.field(default_factory=list)
     budget: BudgetIn | None = None
+    history: Annotated[list[TurnIn], msgspec.Meta(
+        max_length=MAX_HISTORY_TURNS, description="up to 10 earlier turns, oldest first (as POST /retrieve)",
+    )] = msgspec.field(default_factory=list)
+    reply_to: Annotated[ClarificationOut, msgspec.Meta(
+        description="the previous response's `clarification`, unchanged, when `query` answers it",
+    )] | None = None
 
 
 class ContextResponse(Base, frozen=True):
@@ -110,6 +117,9 @@ class ContextResponse(Base, frozen=True):
     tokenizer: str
     latency_ms: float
     """Retrieval plus assembly."""
+    clarification: ClarificationOut | None = None
+    """Set whenever `status` is `clarify`; send it back as `reply_to` (as with POST /retrieve)."""
+    conversation: ConversationOut | None = None
 
 
 def _inputs(data: ContextRequest) -> tuple[UiState | None, tuple[WidgetState, ...], tuple[Message, ...]]:
@@ -142,7 +152,8 @@ async def context(
     pipeline = pipeline_of(state)
     budget = budget_of(pipeline.flags().context, overrides)
     ENDPOINT.set("context")  # the query log tells /context calls from /retrieve ones
-    outcome = await pipeline.run_request(params)
+    conversation = await conversation_of(state, pipeline.flags(), data.history, data.ui_context, data.reply_to)
+    outcome = await pipeline.run_request(dataclasses.replace(params, conversation=conversation))
     ui, widgets, messages = _inputs(data)
     inputs = ContextInputs(
         status=outcome.status, message=outcome.message,
@@ -162,6 +173,8 @@ async def context(
         request_id=outcome.request_id, sections=result.sections, total_tokens=result.total_tokens,
         total_budget=result.total_budget, text=result.text, dropped=result.dropped,
         tokenizer=result.tokenizer, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        clarification=await clarification_for(state, outcome, params.query),
+        conversation=conversation_out(outcome.conversation),
     )
 
 

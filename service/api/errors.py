@@ -92,7 +92,9 @@ def _problem(item: Any) -> dict[str, Any]:
     if at := _AT_PATH.search(message):
         field, message = at[1], message[: at.start()]
     elif named := _NAMED_FIELD.search(message):
-        field = named[1]
+        # Litestar's key is the enclosing object ("reply_to"); the message names the field inside it.
+        parent = "" if field in ("data", BODY) else field
+        field = f"{parent}.{named[1]}" if parent and parent != named[1] else named[1]
     if field == "data":
         field = BODY
     if message == "'data'":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,10 +12,12 @@ from litestar.exceptions import ValidationException
 from litestar.params import JSONBody
 
 from service.api.body import strict_required
+from service.api.conversation import clarification_for, conversation_of, conversation_out
 from service.api.documents import check_category, corpus_categories
 from service.api.errors import client_errors
 from service.api.schemas import (
     MAX_QUERY_CHARS,
+    ClarificationOut,
     FallbackStep,
     OptionOut,
     RetrievalResult,
@@ -69,13 +72,14 @@ def fallback_of(outcome: Outcome) -> list[FallbackStep]:
     return [FallbackStep(tier=step.tier.value, reason=step.reason) for step in outcome.fallback_path]
 
 
-def response_of(outcome: Outcome) -> RetrieveResponse:
+def response_of(outcome: Outcome, clarification: ClarificationOut | None = None) -> RetrieveResponse:
     """The pipeline's domain outcome → the /retrieve wire response."""
     return RetrieveResponse(
         status=outcome.status, message=outcome.message, options=options_of(outcome.options),
         results=[result_of(e) for e in outcome.results], confidence=outcome.confidence,
         phase=outcome.phase, fallback_path=fallback_of(outcome), latency_ms=outcome.latency_ms,
         request_id=outcome.request_id, source_tier=outcome.tier.value,
+        clarification=clarification, conversation=conversation_out(outcome.conversation),
     )
 
 
@@ -90,10 +94,14 @@ async def retrieve(
     data: JSONBody[RetrieveRequest], state: State, request: Request[Any, Any, Any]
 ) -> RetrieveResponse:
     categories = corpus_categories(get_state(state))
-    params = validate_request(await strict_required(request, RetrieveRequest), categories)
+    data = await strict_required(request, RetrieveRequest)
+    params = validate_request(data, categories)
     pipeline = pipeline_of(state)
-    check_top_k(params.top_k, pipeline.flags())
-    return response_of(await pipeline.run_request(params))
+    flags = pipeline.flags()
+    check_top_k(params.top_k, flags)
+    conversation = await conversation_of(state, flags, data.history, data.ui_context, data.reply_to)
+    outcome = await pipeline.run_request(dataclasses.replace(params, conversation=conversation))
+    return response_of(outcome, await clarification_for(state, outcome, params.query))
 
 
 ROUTES: list[object] = [retrieve]

@@ -27,6 +27,74 @@ Query = Annotated[str, msgspec.Meta(description=QUERY_DESCRIPTION, extra_json_sc
 TOP_K_FLAG = "retrieval.max_top_k"
 
 
+MAX_HISTORY_TURNS = 10
+MAX_TURN_CHARS = 2000
+MAX_UI_ITEMS = 10
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+Slug = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class TurnIn(Base, frozen=True):
+    """One earlier turn of the chat, oldest first."""
+
+    role: Literal["user", "assistant"]
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TURN_CHARS)]
+    doc_slugs: Annotated[list[Slug], msgspec.Meta(
+        max_length=MAX_UI_ITEMS, description="for an assistant turn: the pages it answered with",
+    )] = msgspec.field(default_factory=list)
+
+
+class UiContextIn(Base, frozen=True):
+    """The screen the user is on, e.g. `{"screen": "workspace", "focused": "widget:quick_links"}`."""
+
+    screen: Annotated[str, msgspec.Meta(
+        min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_-]*$",
+        description="dashboard | workspace | note | settings | …",
+    )]
+    entry: Name | None = None
+    workspace: Name | None = None
+    open_panels: Annotated[list[Name], msgspec.Meta(max_length=MAX_UI_ITEMS)] = msgspec.field(default_factory=list)
+    visible_widgets: Annotated[list[Name], msgspec.Meta(max_length=MAX_UI_ITEMS)] = msgspec.field(
+        default_factory=list
+    )
+    focused: Annotated[Name, msgspec.Meta(description="the element with focus, e.g. `widget:quick_links`")] | None = None
+
+
+class ClarificationOptionOut(Base, frozen=True):
+    doc_slug: str
+    title: str
+    category: str
+
+
+class ClarificationOut(Base, frozen=True):
+    """Opaque to the client: send it back unchanged as `reply_to` with the user's answer.
+    Signed and self-contained (any replica can resolve it); expires after the flag
+    `conversation.reply_ttl_s`."""
+
+    v: int
+    kind: Literal["choose", "confirm", "weak"]
+    query: str
+    options: list[ClarificationOptionOut]
+    issued_at: int
+    signature: str
+
+
+class ConversationOut(Base, frozen=True):
+    """How history, ui_context or reply_to shaped this answer."""
+
+    query: str
+    """What was searched."""
+    topic: Literal["message", "history", "screen", "reply"]
+    from_turn: int | None
+    """Index into `history` of the turn whose topic was carried."""
+    carried: str
+    screen: str | None
+    reply: str | None
+    chosen: str | None
+    notes: list[str]
+
+
 class RetrieveRequest(Base, frozen=True):
     """`query` is 1–500 characters after cleaning; `phase` caps the phase used."""
 
@@ -38,6 +106,13 @@ class RetrieveRequest(Base, frozen=True):
     category: Annotated[str, msgspec.Meta(
         max_length=64,
         description="one of the loaded corpus's categories (GET /documents lists them); another answers 400 naming them",
+    )] | None = None
+    history: Annotated[list[TurnIn], msgspec.Meta(
+        max_length=MAX_HISTORY_TURNS, description="up to 10 earlier turns, oldest first",
+    )] = msgspec.field(default_factory=list)
+    ui_context: UiContextIn | None = None
+    reply_to: Annotated[ClarificationOut, msgspec.Meta(
+        description="the previous response's `clarification`, unchanged, when `query` answers it",
     )] | None = None
 
 
@@ -95,4 +170,8 @@ class RetrieveResponse(Base, frozen=True):
     latency_ms: float
     request_id: str
     source_tier: str = ""
+    clarification: ClarificationOut | None = None
+    """Set whenever `status` is `clarify`; send it back as `reply_to` with the user's answer."""
+    conversation: ConversationOut | None = None
+    """Set when the request carried history, ui_context or reply_to."""
 

@@ -106,6 +106,42 @@ async def latency(pipeline: Any, flags: Flags, queries: list[str], reps: int) ->
     return out
 
 
+HISTORY_TURNS = (
+    ("user", "how do I rename a workspace"), ("assistant", "Workspace Actions > Renaming a workspace"),
+    ("user", "and how do I delete it?"), ("assistant", "Workspace Actions > Deleting a workspace"),
+    ("user", "home"), ("assistant", "Do you mean Home (concepts) or Dashboard (concepts)?"),
+    ("user", "the dashboard one"), ("assistant", "Dashboard"),
+    ("user", "how do I remove a widget from my dashboard"), ("assistant", "Widget Manager > Removing a widget"),
+)
+"""Ten turns of a plausible chat (the contract's maximum) sent with every query of the conversation row."""
+
+
+async def conversation_latency(pipeline: Any, flags: Flags, queries: list[str], reps: int) -> dict[str, Any]:
+    """Phase 3 (query cache on) per golden query, without and with 10 turns of history and a screen."""
+    from service.conversation.stage import Conversation
+    from service.conversation.topic import Screen, Turn
+    from service.pipeline import RetrieveParams
+
+    slugs = {0: ("actions/workspaces",), 1: ("actions/workspaces",), 3: ("concepts/dashboard",),
+             4: ("widgets/widget-manager",)}
+    turns = tuple(Turn(role=role, content=text, doc_slugs=slugs.get(i // 2, ()) if role == "assistant" else ())  # type: ignore[arg-type]
+                  for i, (role, text) in enumerate(HISTORY_TURNS))
+    conversation = Conversation(history=turns, screen=Screen(screen="dashboard", focused="widget:quick_links"))
+    out: dict[str, Any] = {}
+    for name, conv in (("without history", None), ("with 10 history turns", conversation)):
+        for q in queries:  # warm the query cache for both rows alike
+            await pipeline.run(RetrieveParams(q, phase_cap=3, conversation=conv), flags, observe=False)
+        times: list[float] = []
+        for _ in range(reps):
+            for q in queries:
+                t = time.perf_counter()
+                await pipeline.run(RetrieveParams(q, phase_cap=3, conversation=conv), flags, observe=False)
+                times.append((time.perf_counter() - t) * 1000)
+        out[name] = summary(times)
+    out["ratio_p95"] = round(out["with 10 history turns"]["p95"] / out["without history"]["p95"], 2)
+    return out
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -288,7 +324,9 @@ async def _fresh(admin_dsn: str, name: str, settings: Settings) -> str:
     return dsn
 
 
-async def in_process(admin_dsn: str, settings: Settings, flags: Flags, quick: bool) -> dict[str, Any]:
+async def in_process(
+    admin_dsn: str, settings: Settings, flags: Flags, quick: bool, conversation_only: bool = False
+) -> dict[str, Any]:
     from service.db.pool import create_pool
     from service.embedding.backends import load_embedder, onnx_cache_dir
     from service.ingest.indexer import index_embeddings
@@ -305,8 +343,13 @@ async def in_process(admin_dsn: str, settings: Settings, flags: Flags, quick: bo
                                 "chunks_per_s": round(report.chunks_per_second, 1)}
         say(f"real embedding: {results['embedding']}")
         pipeline = await build_pipeline(pool, settings, flags, embedder, 1024)
+        if conversation_only:
+            results["conversation"] = await conversation_latency(pipeline, flags, golden_queries(), 5 if quick else 30)
+            return results
         results["latency"] = await latency(pipeline, flags, golden_queries(), 5 if quick else 30)
         say(f"in-process: {json.dumps(results['latency'])}")
+        results["conversation"] = await conversation_latency(pipeline, flags, golden_queries(), 5 if quick else 30)
+        say(f"conversation: {json.dumps(results['conversation'])}")
         from service.normalize.lexicon import build_lexicon
         assert pipeline.indexes is not None
         vocabulary = sorted(pipeline.indexes.lexicon.vocabulary)
@@ -316,6 +359,14 @@ async def in_process(admin_dsn: str, settings: Settings, flags: Flags, quick: bo
     finally:
         await pool.close()
     return results
+
+
+def conversation_table(conv: dict[str, Any]) -> list[str]:
+    lines = ["| phase 3, golden queries (query cache on) | n | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|---|"]
+    for name in ("without history", "with 10 history turns"):
+        s = conv[name]
+        lines.append(f"| {name} | {s['n']} | {s['p50']} | {s['p95']} | {s['p99']} |")
+    return [*lines, "", f"p95 with 10 turns / without: {conv['ratio_p95']}× (target ≤ 1.5×).", ""]
 
 
 def write_outputs(out_dir: Path, results: dict[str, Any], quick: bool) -> str:
@@ -336,6 +387,8 @@ def write_outputs(out_dir: Path, results: dict[str, Any], quick: bool) -> str:
     for key, s in lat["phase 3 split (cache off)"].items():
         lines.append(f"| phase 3 split: {key} | {s['n']} | {s['p50']} | {s['p95']} | {s['p99']} |")
     emb = results["embedding"]
+    if "conversation" in results:
+        lines += ["", *conversation_table(results["conversation"])]
     lines += ["", f"Real embedding throughput (seed corpus, {emb['chunks']} chunks): {emb['chunks_per_s']} chunks/s.", ""]
     if "http" in results:
         lines += ["| HTTP loopback | req/s | p50 ms | p95 ms | p99 ms | errors | answered by |",
@@ -386,6 +439,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-http", action="store_true")
     p.add_argument("--telemetry", action="store_true",
                    help="only the cost of the HTTP and database instrumentation (on vs off, alternating)")
+    p.add_argument("--conversation", action="store_true",
+                   help="only phase 3 p95 with 10 history turns next to p95 without (seed corpus, in-process)")
     p.add_argument("--embedding", action="store_true",
                    help="only the embedding backends: cosine to torch, query batches, chunks/s, RSS")
     p.add_argument("--http", action="store_true",
@@ -425,6 +480,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     local = settings.with_overrides(data_dir=data_dir / "pg")
+    if args.conversation:
+        only = run_with_database(local, lambda dsn: in_process(dsn, settings, flags, args.quick, conversation_only=True))
+        print("\n".join(conversation_table(only["conversation"])))
+        return 0
     results: dict[str, Any] = run_with_database(local, lambda dsn: in_process(dsn, settings, flags, args.quick))
     if not args.no_http:
         results["http"] = asyncio.run(http_bench(2.0 if args.quick else 10.0, [1, 16, 64]))

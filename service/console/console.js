@@ -203,6 +203,89 @@
     }
   }
 
+  // ---------------------------------------------------------------- conversation
+  const MAX_HISTORY = 10;
+  const conv = { history: [], clarification: null, turns: 0 };
+
+  function screenOf() {
+    const screen = $("conv-screen").value.trim();
+    if (!screen) return null;
+    const ui = { screen };
+    const focused = $("conv-focused").value.trim();
+    if (focused) ui.focused = focused;
+    return ui;
+  }
+
+  function conversationNotes(d) {
+    const c = d.conversation;
+    if (!c) return [];
+    const lines = [];
+    if (c.topic === "history") lines.push("Topic carried from turn " + c.from_turn + ": “" + c.carried + "”");
+    if (c.topic === "reply") lines.push("Reply to the clarification: " + (c.reply || "") + (c.chosen ? " → " + c.chosen : ""));
+    if (c.reply === "new question") lines.push("Reply read as a new question");
+    if (c.screen) lines.push("Screen used: " + c.screen);
+    if (c.query) lines.push("Searched: “" + c.query + "”");
+    return lines.map((text) => el("li", { class: "note", text }));
+  }
+
+  function assistantTurn(d) {
+    const top = (d.results || [])[0];
+    const parts = [el("span", { class: "decision " + d.status, text: d.status })];
+    if (d.message) parts.push(el("blockquote", { class: "message", "data-testid": "conv-message", text: d.message }));
+    if (top && d.status === "answer") {
+      parts.push(el("p", { class: "conv-answer", "data-doc": top.doc_slug },
+        el("code", { text: top.doc_slug }), " › " + (top.header_path || top.title)));
+    }
+    if (d.clarification && d.options && d.options.length) {
+      parts.push(el("ul", { class: "options", "aria-label": "Clarification options" }, d.options.map((o) =>
+        el("li", {}, el("button", { type: "button", title: o.doc_slug, onclick: () => sendMessage(o.title) },
+          o.title + " (" + o.category + ")")))));
+    }
+    const notes = conversationNotes(d);
+    if (notes.length) parts.push(el("ul", { class: "conv-notes", "aria-label": "How the message was read" }, notes));
+    return parts;
+  }
+
+  async function sendMessage(text) {
+    const message = (text ?? $("conv-message").value).trim();
+    const list = $("conv-transcript");
+    if (!message) return;
+    const body = { query: message };
+    if (conv.history.length) body.history = conv.history.slice(-MAX_HISTORY);
+    const ui = screenOf();
+    if (ui) body.ui_context = ui;
+    if (conv.clarification) body.reply_to = conv.clarification;
+    $("conv-send").disabled = true;
+    try {
+      const res = await api("POST", "/retrieve", body);
+      if (!conv.turns) list.replaceChildren();
+      list.append(el("li", { class: "turn user", "data-turn": String(conv.history.length) }, el("span", { class: "who", text: "You" }), message));
+      if (!res.ok) {
+        list.append(el("li", { class: "turn error", text: errorText(res) }));
+        return;
+      }
+      const d = res.data;
+      list.append(el("li", { class: "turn assistant", "data-status": d.status }, el("span", { class: "who", text: "Docs" }), assistantTurn(d)));
+      const slugs = [...new Set((d.results || []).map((r) => r.doc_slug))];
+      const top = (d.results || [])[0];
+      const said = d.message || (top ? (top.header_path || top.title) : d.status);
+      conv.history.push({ role: "user", content: message });
+      conv.history.push(d.status === "answer" && slugs.length
+        ? { role: "assistant", content: said, doc_slugs: slugs.slice(0, 10) }
+        : { role: "assistant", content: said });
+      conv.clarification = d.clarification || null;
+      conv.turns += 1;
+      if (text === undefined) $("conv-message").value = "";
+    } finally {
+      $("conv-send").disabled = false;
+    }
+  }
+
+  function resetConversation() {
+    conv.history = []; conv.clarification = null; conv.turns = 0;
+    $("conv-transcript").replaceChildren(el("li", { class: "empty", text: "No messages yet." }));
+  }
+
   // ---------------------------------------------------------------- flags + monitors
   const KILL_KEYS = ["kill_switch", "kill_switches", "killswitch", "monitor", "monitors"];
 
@@ -706,6 +789,8 @@
 
   function init() {
     $("query-form").addEventListener("submit", runQuery);
+    $("conv-form").addEventListener("submit", (event) => { event.preventDefault(); sendMessage(); });
+    $("conv-reset").addEventListener("click", resetConversation);
     $("token-form").addEventListener("submit", useToken);
     $("token-forget").addEventListener("click", () => setToken(null, "Token forgotten."));
     $("flags-filter").addEventListener("input", renderFlags);

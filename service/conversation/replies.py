@@ -103,6 +103,11 @@ def resolve(text: str, clarification: Clarification) -> Reply:
     if ordinal is not None and all(w in _ORDINALS or w in _LAST or w in _FORMER for w in content):
         return Reply(kind="chosen", option=options[ordinal], how=f"ordinal {ordinal + 1}")
 
+    # A category word ("the widgets one") when only one option is of that category.
+    by_category = [o for o in options if content and " ".join(content) in (_phrase(o.category), _singular(_phrase(o.category)))]
+    if len(by_category) == 1:
+        return Reply(kind="chosen", option=by_category[0], how=f"category '{by_category[0].category}'")
+
     # A title, slug or category named inside the reply ("the dashboard one").
     named = _named_options(words, options)
     leftover = [w for w in content if not any(w in _option_words(o) for o in options)]

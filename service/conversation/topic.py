@@ -8,6 +8,7 @@ its topic from the screen the user is on when it points at the screen ("this",
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -41,6 +42,16 @@ class Screen:
     visible_widgets: tuple[str, ...] = ()
     focused: str | None = None
 
+    def element(self, kind: str) -> str | None:
+        """The on-screen element "this <kind>" points at: the focused one, else the only one shown."""
+        if self.focused and kind in _words(self.focused):
+            return _term(self.focused)
+        shown = {"widget": self.visible_widgets, "panel": self.open_panels}.get(kind, ())
+        if len(shown) == 1:
+            term = _term(shown[0])
+            return term if kind in term.split() else f"{term} {kind}"
+        return None
+
     def terms(self) -> list[str]:
         """The screen's words, most specific first (what the user is looking at)."""
         ordered = [self.focused, self.screen, *self.open_panels, *self.visible_widgets]
@@ -48,7 +59,7 @@ class Screen:
         for value in ordered:
             if not value:
                 continue
-            words = " ".join(_words(value.replace("_", " ").replace("-", " ").replace(":", " ")))
+            words = _term(value)
             if words and words not in seen:
                 seen.append(words)
         return seen
@@ -72,15 +83,36 @@ def _words(text: str) -> list[str]:
     return _SPLIT.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
+def topic_words(names: Sequence[str]) -> frozenset[str]:
+    """Words that name a page's subject, from page titles, glossary terms and synonyms."""
+    words = {w for name in names for w in _words(name) if len(w) > 2}
+    # "widgets" names the Widgets page as much as "widget" does.
+    return frozenset(words | {w[:-1] for w in words if w.endswith("s") and len(w) > 3} | {f"{w}s" for w in words})
+
+
+def _term(value: str) -> str:
+    """An identifier from the UI ("widget:quick_links") as words ("widget quick links")."""
+    return " ".join(_words(value.replace("_", " ").replace("-", " ").replace(":", " ")))
+
+
 def resolve_topic(
     message: str,
     *,
     has_topic: Callable[[str], bool],
     history: Sequence[Turn] = (),
     screen: Screen | None = None,
+    foreign: Callable[[str], bool] = lambda word: False,
 ) -> Topic:
-    """`has_topic(word)` says whether a word names a page's subject (a word of a page title, not a verb)."""
+    """`has_topic(word)` says whether a word names a page's subject (a word of a page title, not a verb);
+    `foreign(word)` whether the corpus never uses it (then the message is about something else,
+    not a follow-up, unless it points back with "it", "that", "and …")."""
     words = _words(message)
+    pointed = _pointed_element(words, screen)
+    if pointed is not None:
+        kind, element = pointed
+        query = re.sub(rf"\b(this|that|current|focused|selected)\s+{kind}s?\b", element, message, count=1,
+                       flags=re.IGNORECASE)
+        return Topic(query=query, source="screen", carried=element)
     own = [w for w in words if has_topic(w) and w not in _ANAPHORA and w not in _DEICTIC]
     points_at_screen = any(w in _DEICTIC for w in words)
     points_back = any(w in _ANAPHORA for w in words) or message.strip().casefold().startswith(_CONTINUATIONS)
@@ -91,13 +123,14 @@ def resolve_topic(
             return Topic(query=_substitute(message, words, _DEICTIC, terms[0]), source="screen", carried=terms[0])
     if own:
         return Topic(query=message, source="message")
-    if history and (points_back or not words or len([w for w in words if has_topic(w)]) == 0):
+    about_else = any(foreign(w) for w in words)
+    if history and (points_back or not words or not about_else):
         carried = _latest_topic(history, has_topic)
         if carried is not None:
             index, topic_words, slugs = carried
             phrase = " ".join(topic_words)
             return Topic(
-                query=_substitute(message, words, _ANAPHORA, phrase),
+                query=_substitute(_without_opener(message), words, _ANAPHORA, phrase),
                 source="history", from_turn=index, carried=phrase, slugs=slugs,
             )
     if screen is not None and not own:
@@ -105,6 +138,22 @@ def resolve_topic(
         if terms and points_at_screen:
             return Topic(query=_substitute(message, words, _DEICTIC, terms[0]), source="screen", carried=terms[0])
     return Topic(query=message, source="message")
+
+
+_ELEMENT_KINDS = ("widget", "panel")
+
+
+def _pointed_element(words: list[str], screen: Screen | None) -> tuple[str, str] | None:
+    """("widget", "quick links widget") for "this widget" when the screen shows which one."""
+    if screen is None:
+        return None
+    for first, second in itertools.pairwise(words):
+        kind = second[:-1] if second.endswith("s") else second
+        if first in _DEICTIC | {"that"} and kind in _ELEMENT_KINDS:
+            element = screen.element(kind)
+            if element is not None:
+                return kind, element
+    return None
 
 
 def _latest_topic(history: Sequence[Turn], has_topic: Callable[[str], bool]) -> tuple[int, list[str], tuple[str, ...]] | None:
@@ -118,15 +167,46 @@ def _latest_topic(history: Sequence[Turn], has_topic: Callable[[str], bool]) -> 
             continue
         answered = next((t for t in history[index + 1 :] if t.role == "assistant"), None)
         slugs = answered.doc_slugs if answered is not None else ()
+        asked = _question_answered_by_choice(history, index, topic_words, slugs, has_topic)
+        if asked is not None:
+            index, topic_words = asked
         deduped = list(dict.fromkeys(topic_words))[:3]
         return index, deduped, slugs
     # No user turn had a topic; an assistant turn's pages still say what was discussed.
     for index in range(len(history) - 1, -1, -1):
         turn = history[index]
         if turn.role == "assistant" and turn.doc_slugs:
-            words = _words(turn.doc_slugs[0].rsplit("/", 1)[-1].replace("-", " "))
+            # A slug names the page in the plural ("actions/workspaces"); the question is about one.
+            words = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+                     for w in _words(turn.doc_slugs[0].rsplit("/", 1)[-1].replace("-", " "))]
             return index, words, turn.doc_slugs
     return None
+
+
+def _question_answered_by_choice(
+    history: Sequence[Turn], index: int, words: list[str], slugs: tuple[str, ...], has_topic: Callable[[str], bool]
+) -> tuple[int, list[str]] | None:
+    """A turn that only named the page offered by a clarification ("Note Actions") chose where the
+    answer is, not what it is about: the topic is the question asked before it ("how do I create a note")."""
+    if index < 2 or not slugs:
+        return None
+    asked, question = history[index - 1], history[index - 2]
+    if asked.role != "assistant" or asked.doc_slugs or question.role != "user":
+        return None
+    page = {w.removesuffix("s") for w in _words(slugs[0].replace("-", " "))}
+    if not all(w.removesuffix("s") in page for w in words):
+        return None
+    topic = [w for w in _words(question.content) if has_topic(w) and w not in _ANAPHORA and w not in _DEICTIC]
+    return (index - 2, topic) if topic else None
+
+
+def _without_opener(message: str) -> str:
+    """"and how do I resize it?" → "how do I resize it?": a leading "and" would read as a second intent."""
+    folded = message.lstrip().casefold()
+    for opener in ("and ", "also ", "then ", "or "):
+        if folded.startswith(opener) and len(folded) > len(opener):
+            return message.lstrip()[len(opener):]
+    return message
 
 
 def _substitute(message: str, words: list[str], pointers: set[str], phrase: str) -> str:

@@ -11,6 +11,7 @@ from typing import Literal
 
 import msgspec
 
+from service.domain.conversation import ConversationTrace
 from service.domain.signals import DecisionSignals
 from service.domain.types import Base, Decision, Evidence, Option
 
@@ -75,6 +76,9 @@ class Outcome(Base, frozen=True):
     signals: DecisionSignals | None = None
     """What the answering tier decided from (`eval-decisions` / `fit-decisions` read it);
     None for the cache and the generic reply."""
+    conversation: ConversationTrace | None = None
+    """How history / ui_context / reply_to shaped the query (None: the request had none)."""
+
     @property
     def confidence(self) -> float:
         return self.decision.confidence if self.decision is not None else 0.0

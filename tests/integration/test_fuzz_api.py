@@ -21,7 +21,9 @@ whitespace collapsing (`POST /retrieve`, `POST /context`); runtime flag
 overrides must leave the flags consistent as a whole (`PUT /admin/flags`,
 e.g. `retrieval.default_top_k` <= `retrieval.max_top_k`); posted golden YAML
 must be a golden file (`POST /admin/replay`); a `category` must be one of the
-served corpus's own (`GET /documents`). For those operations 400 is an
+served corpus's own (`GET /documents`); a `reply_to` must be a clarification this
+service signed and not expired (`POST /retrieve`, `POST /context`: a made-up one is
+a 400 naming `reply_to`). For those operations 400 is an
 expected status of `positive_data_acceptance` (configured per operation) and
 `rejection_is_justified` asserts that every 400 for schema-valid data is for
 exactly that rule, re-checked with the service's own code.
@@ -180,7 +182,7 @@ def rejection_is_justified(ctx: Any, response: Any, case: Any, app: Litestar) ->
         category = case.body.get("category")
         justified = not 1 <= cleaned <= MAX_QUERY_CHARS or (
             category is not None and category not in _seed_categories()
-        )
+        ) or (case.body.get("reply_to") is not None and "reply_to" in body["error"])
     elif case.path == "/admin/flags":
         changes = ({case.body["name"]: case.body["value"]} if set(case.body) == {"name", "value"}
                    else case.body)

@@ -13,7 +13,10 @@ from service.conversation.clarification import (
     verify,
 )
 from service.conversation.replies import resolve
+from service.conversation.stage import Conversation, Texts, settle
+from service.conversation.stage import resolve as resolve_stage
 from service.conversation.topic import Screen, Turn, resolve_topic
+from service.domain.types import Answer, Clarify, Evidence, NoMatch, Option
 
 KEY = b"k" * 32
 HOME = ClarificationOption(doc_slug="concepts/home", title="Home", category="concepts")
@@ -167,3 +170,72 @@ def test_the_focused_element_is_more_specific_than_the_screen() -> None:
 def test_the_screen_never_overrides_a_clear_topic() -> None:
     topic = resolve_topic("how do I delete this note", has_topic=_has_topic, screen=Screen(screen="workspace"))
     assert topic.source == "message"
+
+
+# -- the stage: settling the tiers' decision -------------------------------------------
+
+TEXTS = Texts(no_match="Which part should I explain?", suggest=lambda t: f"I think you mean {t}. Is that right?")
+
+
+def _evidence(slug: str, section: str = "") -> Evidence:
+    return Evidence(doc_slug=slug, title=slug, category="c", snippet="", score=1.0, content_hash="h",
+                    matched_terms=(), source="keyword", header_path=section or None)
+
+
+def _clarify_between(*slugs: str) -> Clarify:
+    return Clarify(results=tuple(_evidence(s) for s in slugs), confidence=0.1, message="Do you mean …?",
+                   options=tuple(Option(doc_slug=s, title=s.split("/")[-1], category="c") for s in slugs),
+                   reason="small_gap")
+
+
+def test_a_chosen_page_answers_with_its_best_passage_for_the_original_question() -> None:
+    asked = issue(kind="choose", query="how do I remove a widget", options=(MANAGER, WIDGETS), key=KEY, now=1)
+    resolution = resolve_stage("Widget Manager", Conversation(reply_to=asked), has_topic=_has_topic,
+                               foreign=lambda w: False)
+    assert resolution.query == "how do I remove a widget"
+    best = _evidence(MANAGER.doc_slug, "Widget Manager > Removing a widget")
+    decision, _ = settle(_clarify_between("concepts/widgets", MANAGER.doc_slug), resolution,
+                         lambda slug: best if slug == MANAGER.doc_slug else None, TEXTS)
+    assert isinstance(decision, Answer) and decision.results[0] == best
+
+
+def test_no_to_the_last_suggestion_gives_up_politely() -> None:
+    asked = issue(kind="confirm", query="dock", options=(HOME,), key=KEY, now=1)
+    resolution = resolve_stage("no", Conversation(reply_to=asked), has_topic=_has_topic, foreign=lambda w: False)
+    decision, _ = settle(_clarify_between("concepts/home"), resolution, lambda slug: None, TEXTS)
+    assert isinstance(decision, NoMatch) and decision.message == "Which part should I explain?"
+
+
+def test_the_screen_breaks_a_tie_only_when_it_names_one_option() -> None:
+    tie = _clarify_between("concepts/home", "concepts/dashboard")
+    on_dashboard = resolve_stage("home", Conversation(screen=Screen(screen="dashboard")), has_topic=_has_topic,
+                                 foreign=lambda w: False)
+    decision, resolution = settle(tie, on_dashboard, _evidence, TEXTS)
+    assert isinstance(decision, Answer) and decision.results[0].doc_slug == "concepts/dashboard"
+    assert resolution.trace.screen == "dashboard"
+    elsewhere = resolve_stage("home", Conversation(screen=Screen(screen="settings")), has_topic=_has_topic,
+                              foreign=lambda w: False)
+    assert settle(tie, elsewhere, _evidence, TEXTS)[0] is tie
+
+
+def test_a_confident_answer_is_never_changed_by_the_screen() -> None:
+    answer = Answer(results=(_evidence("actions/notes"),), confidence=0.9)
+    resolution = resolve_stage("how do I rename a note", Conversation(screen=Screen(screen="workspace")),
+                               has_topic=_has_topic, foreign=lambda w: False)
+    assert settle(answer, resolution, _evidence, TEXTS)[0] is answer
+
+
+def test_a_message_about_something_the_corpus_never_mentions_is_not_a_follow_up() -> None:
+    topic = resolve_topic("send an email", has_topic=_has_topic, history=HISTORY, foreign=lambda w: w == "email")
+    assert topic.source == "message"
+
+
+def test_a_choice_between_pages_carries_the_question_it_answered() -> None:
+    history = (
+        Turn(role="user", content="how do I create a note"),
+        Turn(role="assistant", content="Do you mean Note Actions (actions) or Navigator (widgets)?"),
+        Turn(role="user", content="Note Actions"),
+        Turn(role="assistant", content="Creating a note", doc_slugs=("actions/notes",)),
+    )
+    topic = resolve_topic("and how do I pin it?", has_topic=lambda w: w in TOPIC_WORDS | {"actions"}, history=history)
+    assert (topic.from_turn, topic.carried) == (0, "note")

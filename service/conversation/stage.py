@@ -1,0 +1,187 @@
+"""The conversation stage: what a message means given the turns before it and the screen.
+
+Runs before normalisation (`resolve`: the text to search) and once more after the
+tiers, before the response (`settle`: a chosen page, a declined suggestion, or a
+near-tie the screen or the conversation breaks). Pure: the pipeline hands in the
+corpus facts it needs as functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from service.conversation.clarification import Clarification, ClarificationKind, ClarificationOption
+from service.conversation.replies import resolve as resolve_reply
+from service.conversation.topic import Screen, Turn, resolve_topic
+from service.domain.conversation import ConversationTrace
+from service.domain.types import Answer, Clarify, Decision, Evidence, NoMatch, Option
+
+MAX_TURNS = 10
+"""Turns of `history` a request may send (the contract's bound)."""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """The conversation fields of one request (validated; `reply_to` verified)."""
+
+    history: tuple[Turn, ...] = ()
+    screen: Screen | None = None
+    reply_to: Clarification | None = None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What to search, and what to do with the tiers' decision afterwards."""
+
+    query: str
+    trace: ConversationTrace
+    chosen: ClarificationOption | None = None
+    """The page a reply picked: the answer is its best passage for `query` (the original question)."""
+    declined: tuple[ClarificationOption, ...] | None = None
+    """After "no": the options still on offer (empty: none left)."""
+    prior: tuple[str, ...] = ()
+    """Pages the conversation was about: a clarification between them and others picks them."""
+    screen: Screen | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Texts:
+    """The UI's texts (they live with the decision layer, service/decide/clarify.py)."""
+
+    no_match: str
+    suggest: Callable[[str], str]
+    """A page title → "I think you mean <title>. Is that right?"."""
+
+
+TopicWords = Callable[[str], bool]
+EvidenceOnPage = Callable[[str], Evidence | None]
+"""slug → that page's best passage for the searched query (None: the page is gone)."""
+
+
+def resolve(text: str, conversation: Conversation, *, has_topic: TopicWords, foreign: TopicWords) -> Resolution:
+    """The query to search for `text`, given the conversation."""
+    reply_to = conversation.reply_to
+    if reply_to is not None:
+        reply = resolve_reply(text, reply_to)
+        if reply.kind == "chosen" and reply.option is not None:
+            note = f"reply to the clarification of {reply_to.query!r}: {reply.how} chose {reply.option.doc_slug}"
+            trace = ConversationTrace(query=reply_to.query, topic="reply", reply=reply.how,
+                                      chosen=reply.option.doc_slug, notes=(note,))
+            return Resolution(query=reply_to.query, trace=trace, chosen=reply.option)
+        if reply.kind == "declined":
+            left = ", ".join(o.doc_slug for o in reply.remaining) or "none"
+            note = f"reply to the clarification of {reply_to.query!r}: declined; still on offer: {left}"
+            trace = ConversationTrace(query=reply_to.query, topic="reply", reply=reply.how, notes=(note,))
+            return Resolution(query=reply_to.query, trace=trace, declined=reply.remaining)
+    topic = resolve_topic(
+        text, has_topic=has_topic, history=conversation.history, screen=conversation.screen, foreign=foreign,
+    )
+    notes: list[str] = []
+    if reply_to is not None:
+        notes.append(f"reply to the clarification of {reply_to.query!r} names none of its options: a new question")
+    if topic.source == "history" and topic.from_turn is not None:
+        notes.append(f"topic {topic.carried!r} carried from turn {topic.from_turn}: searched {topic.query!r}")
+    elif topic.source == "screen":
+        notes.append(f"'this' read as the screen's {topic.carried!r}: searched {topic.query!r}")
+    trace = ConversationTrace(
+        query=topic.query, topic=topic.source, from_turn=topic.from_turn, carried=topic.carried,
+        screen=topic.carried if topic.source == "screen" else None,
+        reply="new question" if reply_to is not None else None, notes=tuple(notes),
+    )
+    # A carried topic's pages break a later tie; a message of its own has no prior but the screen.
+    prior = topic.slugs if topic.source == "history" else ()
+    return Resolution(query=topic.query, trace=trace, prior=prior, screen=conversation.screen)
+
+
+def settle(
+    decision: Decision, resolution: Resolution, evidence_on_page: EvidenceOnPage, texts: Texts
+) -> tuple[Decision, Resolution]:
+    """The decision after the conversation's say: a reply's page, a declined one, or a broken tie."""
+    if resolution.chosen is not None:
+        return _answer_with(resolution.chosen.doc_slug, decision, evidence_on_page, "reply: the user chose it",
+                            resolution, texts)
+    if resolution.declined is not None:
+        return _after_no(decision, resolution, evidence_on_page, texts), resolution
+    if isinstance(decision, Clarify) and len(decision.options) > 1:
+        pick = _tie_breaker(decision.options, resolution)
+        if pick is not None:
+            option, why, term = pick
+            trace = resolution.trace
+            screen = term or trace.screen
+            note = f"near-tie between {', '.join(o.doc_slug for o in decision.options)} broken by the {why}"
+            resolved = Resolution(
+                query=resolution.query, prior=resolution.prior, screen=resolution.screen,
+                trace=ConversationTrace(
+                    query=trace.query, topic=trace.topic, from_turn=trace.from_turn, carried=trace.carried,
+                    screen=screen, reply=trace.reply, chosen=option.doc_slug, notes=(*trace.notes, note),
+                ),
+            )
+            return _answer_with(option.doc_slug, decision, evidence_on_page, f"tie broken by the {why}", resolved,
+                                texts)
+    return decision, resolution
+
+
+def _answer_with(
+    slug: str, decision: Decision, evidence_on_page: EvidenceOnPage, reason: str, resolution: Resolution,
+    texts: Texts,
+) -> tuple[Decision, Resolution]:
+    best = evidence_on_page(slug)
+    if best is None:
+        return NoMatch(message=texts.no_match, reason=f"{reason}, but {slug} is no longer in the corpus"), resolution
+    same_page = tuple(e for e in decision.results if e.doc_slug == slug and e != best)
+    # The user (or the screen) settled which page: no question left to ask.
+    return Answer(results=(best, *same_page), confidence=1.0, reason=reason), resolution
+
+
+def _after_no(decision: Decision, resolution: Resolution, evidence_on_page: EvidenceOnPage, texts: Texts) -> Decision:
+    remaining = resolution.declined or ()
+    if not remaining:
+        return NoMatch(message=texts.no_match, reason="reply: declined every option")
+    nxt = remaining[0]
+    evidence = evidence_on_page(nxt.doc_slug)
+    results = (evidence,) if evidence is not None else ()
+    return Clarify(
+        results=results, confidence=decision.confidence,
+        message=texts.suggest(nxt.title),
+        options=tuple(Option(doc_slug=o.doc_slug, title=o.title, category=o.category) for o in remaining),
+        reason="reply: declined, next suggestion",
+    )
+
+
+def _tie_breaker(options: tuple[Option, ...], resolution: Resolution) -> tuple[Option, str, str | None] | None:
+    """The one option the conversation's pages or the screen point at, or None."""
+    prior = [o for o in options if o.doc_slug in resolution.prior]
+    if len(prior) == 1:
+        return prior[0], f"topic of turn {resolution.trace.from_turn}", None
+    if prior and resolution.prior[0] in {o.doc_slug for o in prior}:
+        # Several were on the page list; the page the carried turn answered with first wins.
+        first = next(o for o in prior if o.doc_slug == resolution.prior[0])
+        return first, f"topic of turn {resolution.trace.from_turn}", None
+    screen = resolution.screen
+    if screen is None:
+        return None
+    for term in screen.terms():  # most specific first: focused, screen, panels, widgets
+        words = set(term.split())
+        named = [o for o in options if words & _option_words(o)]
+        if len(named) == 1:
+            return named[0], f"screen {term!r}", term
+    return None
+
+
+def _option_words(option: Option) -> set[str]:
+    words = set(option.title.casefold().split()) | set(option.doc_slug.rsplit("/", 1)[-1].split("-"))
+    return words | {w[:-1] for w in words if w.endswith("s") and len(w) > 3}
+
+
+def clarification_kind(decision: Clarify) -> ClarificationKind:
+    """How a reply reads: pick one of several, or yes / no to one suggestion."""
+    if decision.message.startswith("I'm not sure"):
+        return "weak"
+    return "confirm" if len(decision.options) == 1 or decision.message.startswith("I think you mean") else "choose"
+
+
+def options_of(decision: Clarify) -> tuple[ClarificationOption, ...]:
+    return tuple(ClarificationOption(doc_slug=o.doc_slug, title=o.title, category=o.category)
+                 for o in decision.options)

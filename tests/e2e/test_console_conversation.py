@@ -1,0 +1,69 @@
+"""The console's conversation view in Debian's headless Chromium: type messages, click a
+clarification option, see the carried topic and the screen used. Same server as
+test_console.py (its module-scoped `service` fixture: a real `python -m service serve`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.test_console import (  # the fixture is imported so pytest can use it here
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SHOTS,
+    Service,
+    service,
+)
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent: install Debian's "
+                       "`chromium` (.ci/run does) to run the console's browser tests"),
+]
+__all__ = ["service"]
+
+
+def test_conversation_view(service: Service) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            problems: list[str] = []
+            page.on("pageerror", lambda err: problems.append(f"page error: {err}"))
+            page.goto(f"{service.url}/console")
+            section = page.locator("#conversation-section")
+            turns = section.locator("#conv-transcript li.turn.assistant")
+
+            # A question that asks back, answered by clicking an option.
+            section.get_by_label("Message", exact=True).fill("how do I remove a widget")
+            section.get_by_role("button", name="Send").click()
+            expect(turns).to_have_count(1)
+            expect(turns.nth(0)).to_have_attribute("data-status", "clarify")
+            option = turns.nth(0).get_by_role("button", name="Widget Manager (widgets)")
+            option.click()
+            expect(turns).to_have_count(2)
+            expect(turns.nth(1)).to_have_attribute("data-status", "answer")
+            expect(turns.nth(1).locator(".conv-answer")).to_contain_text("Removing a widget")
+            expect(turns.nth(1).locator(".conv-notes")).to_contain_text("Reply to the clarification")
+
+            # A follow-up without a topic: the carried topic is shown, with its turn.
+            section.get_by_label("Message", exact=True).fill("and how do I add one?")
+            section.get_by_role("button", name="Send").click()
+            expect(turns).to_have_count(3)
+            expect(turns.nth(2).locator(".conv-notes")).to_contain_text("Topic carried from turn")
+
+            # The screen: "this" on a workspace screen.
+            section.get_by_role("button", name="New conversation").click()
+            expect(turns).to_have_count(0)
+            section.get_by_label("Screen", exact=True).fill("workspace")
+            section.get_by_label("Message", exact=True).fill("how do I rename this")
+            page.keyboard.press("Enter")
+            expect(turns).to_have_count(1)
+            expect(turns.nth(0).locator(".conv-answer")).to_contain_text("Renaming a workspace")
+            expect(turns.nth(0).locator(".conv-notes")).to_contain_text("Screen used: workspace")
+            section.screenshot(path=str(SHOTS / "conversation-1280.png"))
+            assert problems == []
+        finally:
+            browser.close()
