@@ -75,6 +75,8 @@ class QueryLogWriter:
         self.last_error: str | None = None
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._writing: set[str] = set()
+        """Request ids of the batch being written (taken off the queue, not yet committed)."""
         self._task: asyncio.Task[None] | None = None
         self._last_prune = 0.0
 
@@ -92,7 +94,8 @@ class QueryLogWriter:
             self._wake.set()
 
     def pending(self, request_id: str) -> bool:
-        return any(r.request_id == request_id for r in self.queue)
+        """Queued, or in the batch being written right now (popped, not yet committed)."""
+        return request_id in self._writing or any(r.request_id == request_id for r in self.queue)
 
     def _drop(self, reason: str, count: int) -> None:
         self.dropped[reason] += count
@@ -108,6 +111,7 @@ class QueryLogWriter:
                 batch.append(self.queue.popleft())
             if not batch:
                 return 0
+            self._writing = {r.request_id for r in batch}
             try:
                 pool = self.pool()
                 if pool is None:
@@ -124,14 +128,19 @@ class QueryLogWriter:
             except Exception:  # a record the database refuses: retrying cannot help
                 self._drop("error", len(batch))
                 raise
+            finally:
+                self._writing = set()
             self.written += len(batch)
             self.metrics.written(len(batch))
             return len(batch)
 
     async def flush(self) -> None:
-        """Write everything queued now (feedback on a just-answered request; shutdown)."""
+        """Write everything queued now (feedback on a just-answered request; shutdown).
+        Waits for a batch already being written: its rows are committed on return."""
         while self.queue:
             await self.write_batch()
+        async with self._lock:  # an in-flight batch (queue already empty) has finished
+            pass
 
     async def prune(self, now: float | None = None) -> int:
         """Delete rows older than `retention_days` and beyond the newest `retention_rows`."""

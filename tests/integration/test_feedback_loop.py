@@ -135,6 +135,40 @@ async def test_retention_keeps_the_newest_rows_within_the_age(migrated_pool: asy
     assert [r["request_id"] for r in left] == [f"new{i:03d}" for i in range(100)]
 
 
+async def test_a_batch_being_written_is_still_pending_and_flush_waits_for_its_commit(
+    migrated_pool: asyncpg.Pool[Any],
+) -> None:
+    """Feedback sent the moment an answer arrives must find its log row: while the row's
+    batch is being written (off the queue, not committed) it counts as pending, and
+    `flush` returns only once it is committed (the soak saw 404s for such feedback)."""
+    from service.feedback.records import QueryRecord
+
+    flags = apply_overrides(Flags(), {"timeouts.db_ms": 5000})
+    writer = QueryLogWriter(lambda: migrated_pool, lambda: flags)
+    writer.submit(QueryRecord(
+        request_id="in-flight-1", at=datetime.now(UTC).timestamp(), endpoint="retrieve", query="q",
+        question=False, tokens=("q",), unknown_tokens=(), corrections=(), phase=1, tier="phase1",
+        status="answer", reason="test", confidence=1.0, keyword_matched=True, results=(), options=(),
+        latency_ms=1.0, fallback_path=()))
+    async with migrated_pool.acquire() as blocker, blocker.transaction():
+        await blocker.execute("lock table query_log in access exclusive mode")
+        writing = asyncio.create_task(writer.write_batch())
+
+        async def insert_waits_on_the_lock() -> bool:
+            return bool(await blocker.fetchval(
+                "select count(*) from pg_stat_activity where wait_event_type = 'Lock'"
+                " and backend_type = 'client backend'"))  # the writer, behind our lock
+
+        await eventually(insert_waits_on_the_lock, timeout=30)
+        assert not writer.queue and writer.pending("in-flight-1")
+        flushing = asyncio.create_task(writer.flush())
+        await asyncio.sleep(0)
+        assert not flushing.done()
+    await flushing  # the lock is gone with the transaction
+    assert await writing == 1 and not writer.pending("in-flight-1")
+    assert await migrated_pool.fetchval("select count(*) from query_log where request_id = 'in-flight-1'") == 1
+
+
 async def test_database_stopping_mid_traffic_never_fails_a_request_and_drops_are_counted(
     tmp_path: Path, fixture_seeds: Path
 ) -> None:
