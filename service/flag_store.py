@@ -25,7 +25,7 @@ from typing import Any, Literal
 import asyncpg
 import msgspec
 
-from service.db.listener import KEEPALIVE_S, ChangeListener
+from service.db.listener import KEEPALIVE_S, ChangeListener, MirroredTable
 from service.flags import (
     FlagError,
     Flags,
@@ -48,7 +48,7 @@ class FlagChange:
     new_value: Any
 
 
-class FlagStore:
+class FlagStore(MirroredTable):
     """The flags in force on this replica, and the LISTEN loop that keeps them current."""
 
     def __init__(
@@ -183,20 +183,6 @@ class FlagStore:
             for r in rows
         ]
 
-    # -- LISTEN / NOTIFY (service/db/listener.py) -------------------------------
-    async def start(self, dsn: str) -> None:
-        """Load the overrides now (file + env serve until then), then keep listening."""
-        await self.listener.start(dsn)
-
-    async def stop(self) -> None:
-        await self.listener.stop()
-
-    def resubscribe(self) -> None:
-        self.listener.resubscribe()
-
-    @property
-    def listener_connected(self) -> bool:
-        return self.listener.connected
 
     @property
     def listener_pid(self) -> int | None:

@@ -453,8 +453,9 @@
     })));
   }
 
-  function drawChart() {
-    const canvas = $("latency-chart");
+  // A cleared, device-pixel-sharp canvas and the theme's colours, for both charts.
+  function freshCanvas(id) {
+    const canvas = $(id);
     const ratio = window.devicePixelRatio || 1;
     const width = canvas.clientWidth || 560;
     const height = canvas.clientHeight || 180;
@@ -465,6 +466,11 @@
     ctx.clearRect(0, 0, width, height);
     const css = getComputedStyle(document.documentElement);
     const colour = (name) => css.getPropertyValue(name).trim() || "#888";
+    return { canvas, ctx, width, height, colour };
+  }
+
+  function drawChart() {
+    const { canvas, ctx, width, height, colour } = freshCanvas("latency-chart");
     const all = PHASES.flatMap((p) => state.history[p].filter((v) => v !== null));
     const max = Math.max(10, ...all) * 1.15;
     const pad = { l: 42, r: 8, t: 8, b: 16 };
@@ -688,18 +694,8 @@
   }
 
   function drawInsights() {
-    const canvas = $("insights-chart");
     const points = (opState.insights && opState.insights.series) || [];
-    const ratio = window.devicePixelRatio || 1;
-    const width = canvas.clientWidth || 560;
-    const height = canvas.clientHeight || 180;
-    canvas.width = Math.round(width * ratio);
-    canvas.height = Math.round(height * ratio);
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, width, height);
-    const css = getComputedStyle(document.documentElement);
-    const colour = (name) => css.getPropertyValue(name).trim() || "#888";
+    const { canvas, ctx, width, height, colour } = freshCanvas("insights-chart");
     const pad = { l: 42, r: 8, t: 8, b: 16 };
     const plotW = width - pad.l - pad.r;
     const plotH = height - pad.t - pad.b;

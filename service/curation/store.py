@@ -17,7 +17,7 @@ import asyncpg
 import msgspec
 
 from service.curation.rules import Action, Curation, Match
-from service.db.listener import KEEPALIVE_S, ChangeListener
+from service.db.listener import KEEPALIVE_S, ChangeListener, MirroredTable
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def _curation(row: asyncpg.Record) -> Curation:
     return msgspec.convert(data, Curation)
 
 
-class CurationStore:
+class CurationStore(MirroredTable):
     def __init__(self, *, keepalive_s: float = KEEPALIVE_S) -> None:
         self.active: tuple[Curation, ...] = ()
         self.syncs = 0
@@ -94,16 +94,3 @@ class CurationStore:
         return [{"curation_id": r["curation_id"], "action": r["action"], "curation": json.loads(r["curation"]),
                  "actor": r["actor"], "at": r["at"].isoformat()} for r in rows]
 
-    # -- LISTEN / NOTIFY (service/db/listener.py) -------------------------------
-    async def start(self, dsn: str) -> None:
-        await self.listener.start(dsn)
-
-    async def stop(self) -> None:
-        await self.listener.stop()
-
-    def resubscribe(self) -> None:
-        self.listener.resubscribe()
-
-    @property
-    def listener_connected(self) -> bool:
-        return self.listener.connected

@@ -125,3 +125,24 @@ class ChangeListener:
                 await asyncio.wait_for(self.reload(conn), self.keepalive_s)
             else:
                 await conn.fetchval("select 1", timeout=self.keepalive_s)
+
+
+class MirroredTable:
+    """A store that mirrors a table in memory through its `listener` (the start/stop/
+    resubscribe surface the app wires, written once for the flag and curation stores)."""
+
+    listener: ChangeListener
+
+    async def start(self, dsn: str) -> None:
+        """Load the table now (a failure is logged), then keep listening in the background."""
+        await self.listener.start(dsn)
+
+    async def stop(self) -> None:
+        await self.listener.stop()
+
+    def resubscribe(self) -> None:
+        self.listener.resubscribe()
+
+    @property
+    def listener_connected(self) -> bool:
+        return self.listener.connected
