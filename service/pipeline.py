@@ -453,6 +453,9 @@ class Pipeline:
                 kinds.append((name, kind))
                 if span is not None and self.telemetry is not None:
                     self.telemetry.mark_error(span, kind)
+        # Phase 3's candidates carry no text until shown: kept across a conversation's
+        # settling and a curation, which may bring any of them into view.
+        explained = answered.candidates.explained if answered is not None and answered.candidates else None
         if answered is not None and resolution is not None:
             answered, resolution = self._settle(answered, resolution, query, flags)
         if answered is not None and self.curate is not None:
@@ -465,7 +468,9 @@ class Pipeline:
                 )
                 fallback.extend(FallbackStep(tier=Tier.curation, reason=note) for note in curation_notes)
         with self._span("decide") as span:
-            outcome = with_anchors(_outcome(answered, ctx, tuple(fallback), request_id, started), self.anchors)
+            outcome = with_anchors(
+                _outcome(answered, ctx, tuple(fallback), request_id, started, explained), self.anchors,
+            )
             if resolution is not None:
                 outcome = msgspec.structs.replace(outcome, conversation=resolution.trace)
             if span is not None:
@@ -602,10 +607,15 @@ def _outcome(
     fallback: tuple[FallbackStep, ...],
     request_id: str,
     started: float,
+    explained: Callable[[Evidence], Evidence] | None = None,
 ) -> Outcome:
+    """`explained` completes the evidence shown (phase 3 builds snippets only for those)."""
     if answered is None:
         return _generic("no_match", request_id, started, fallback, "all_tiers_failed")
     decision = answered.decision
+    if explained is not None and decision.results:
+        shown = tuple(explained(e) for e in decision.results[: ctx.top_k])
+        decision = msgspec.structs.replace(decision, results=(*shown, *decision.results[ctx.top_k :]))
     status: Status
     match decision:
         case Answer():

@@ -11,9 +11,11 @@ The service (`Pipeline.phase3`) and `python -m service eval` both call it, so
 the eval figures are the service's figures.
 
 Fusion runs over the union of both candidate lists, keyed by chunk
-(doc_slug, chunk_index).  The fused evidence keeps the keyword leg's matched
-terms and guards (the decision layer still needs them) and explains both
-legs' scores and the weights in `match_explain`.
+(doc_slug, chunk_index), on numbers only: the keyword leg is searched without
+text, and the fused evidence keeps its scores, matched terms and guards (all
+the decision layer reads).  The snippet and `match_explain` (both legs'
+scores and the weights) are built by `HybridCandidates.explained` for the
+candidates a response shows, a handful of the ~100 fused.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
+
 from service.domain.signals import SemanticSignal
 from service.domain.types import Evidence, NormalizedQuery, QueryType
 from service.flags import Flags
@@ -31,6 +35,7 @@ from service.normalize.lexicon import Synonyms
 from service.normalize.text import rewrite_for_embedding
 from service.scoring.chunks import dedupe_per_document
 from service.scoring.fusion import (
+    FusedScore,
     FusionMethod,
     fusion_method,
     reciprocal_rank_fusion,
@@ -41,6 +46,8 @@ from service.scoring.keyword import make_snippet, plain_text
 from service.scoring.semantic import SemanticHit, SemanticSearch
 
 ChunkKey = tuple[str, int]
+RrfParts = tuple[int | None, int | None, float]
+"""A candidate's keyword rank, semantic rank (None: not in that leg) and RRF score."""
 
 
 def semantic_signal(hits: Sequence[SemanticHit]) -> SemanticSignal:
@@ -56,23 +63,90 @@ def _key_of(evidence: Evidence) -> ChunkKey:
     return (evidence.doc_slug, evidence.chunk_index or 0)
 
 
-def _evidence_from_hit(hit: SemanticHit, doc_info: Callable[[str], tuple[str, str]]) -> Evidence:
-    content_hash, summary = doc_info(hit.doc_slug)
+def _unexplained(base: Evidence, score: float) -> Evidence:
+    """The fused candidate before its text: `Fused.explained` adds snippet and `match_explain`."""
     return Evidence(
-        doc_slug=hit.doc_slug,
-        title=hit.title,
-        category=hit.category,
-        # With no terms the snippet is the summary when there is one: clean the
-        # hit's text only otherwise (a regex per hit was 17 % of phase 3's scoring).
-        snippet=summary or make_snippet(plain_text(hit.content), []),
-        score=0.0,
-        content_hash=content_hash,
-        matched_terms=(),
-        source="embedding",
-        header_path=hit.header_path or None,
-        chunk_index=hit.chunk_index,
-        chunk_hash=hit.chunk_hash,
+        doc_slug=base.doc_slug,
+        title=base.title,
+        category=base.category,
+        snippet="",
+        score=round(score, 6),
+        content_hash=base.content_hash,
+        matched_terms=base.matched_terms,
+        source="hybrid",
+        header_path=base.header_path,
+        chunk_index=base.chunk_index,
+        chunk_hash=base.chunk_hash,
+        raw_score=base.raw_score,
+        seed_score=base.seed_score,
+        title_or_keyword_hit=base.title_or_keyword_hit,
+        exact_title_phrase=base.exact_title_phrase,
     )
+
+
+def _numbers_from_hit(hit: SemanticHit, doc_info: Callable[[str], tuple[str, str]]) -> Evidence:
+    return Evidence(
+        doc_slug=hit.doc_slug, title=hit.title, category=hit.category, snippet="", score=0.0,
+        content_hash=doc_info(hit.doc_slug)[0], matched_terms=(), source="embedding",
+        header_path=hit.header_path or None, chunk_index=hit.chunk_index, chunk_hash=hit.chunk_hash,
+    )
+
+
+@dataclass(frozen=True)
+class Fused:
+    """The fused ranking (numbers and guards only) and what its text is made from.
+
+    Snippets and explanations are built by `explained` for the few candidates a
+    response shows, not for the whole union of both legs (most of phase 3's
+    event-loop time went there)."""
+
+    ranking: list[Evidence]
+    keyword: dict[ChunkKey, Evidence]
+    hits: dict[ChunkKey, SemanticHit]
+    parts: dict[ChunkKey, FusedScore | RrfParts]
+    """Per candidate: the weighted sum's parts, or its RRF ranks and score."""
+    query_type: QueryType
+    weights: tuple[float, float]
+    rrf_k: int
+    doc_info: Callable[[str], tuple[str, str]]
+    explain_keyword: Callable[[Evidence], Evidence] | None
+    """Completes a keyword-leg candidate (None: the keyword evidence is complete already)."""
+
+    def line(self, key: ChunkKey) -> str:
+        parts = self.parts[key]
+        if not isinstance(parts, FusedScore):
+            kw_pos, sem_pos, score = parts
+            return f"rrf k={self.rrf_k}: keyword rank {kw_pos or '-'}, semantic rank {sem_pos or '-'} = {score:.4f}"
+        w_kw, w_sem = self.weights
+        return (
+            f"hybrid ({self.query_type}): {w_kw:g} × keyword {parts.keyword_norm:.3f}"
+            f" (raw {parts.keyword_raw if parts.keyword_raw is not None else '-'})"
+            f" + {w_sem:g} × semantic {parts.semantic_norm:.3f}"
+            f" (cosine {parts.semantic_raw if parts.semantic_raw is None else round(parts.semantic_raw, 4)})"
+            f" = {parts.fused:.4f}"
+        )
+
+    def explained(self, evidence: Evidence) -> Evidence:
+        """`evidence` with its snippet and explanation when it is one of this ranking's
+        candidates (possibly re-ordered or explained further by the decision); any other
+        evidence unchanged."""
+        key = _key_of(evidence)
+        keyword = self.keyword.get(key)
+        if evidence.source == "keyword" and evidence == keyword and self.explain_keyword is not None:
+            return self.explain_keyword(evidence)
+        if evidence.source != "hybrid" or key not in self.parts or evidence.snippet:
+            return evidence  # not ours, or explained already
+        if keyword is not None:
+            base = keyword if self.explain_keyword is None else self.explain_keyword(keyword)
+            snippet, lines = base.snippet, base.match_explain
+        else:
+            hit = self.hits[key]
+            # With no terms the snippet is the summary when there is one: clean the
+            # hit's text only otherwise.
+            snippet, lines = self.doc_info(hit.doc_slug)[1] or make_snippet(plain_text(hit.content), []), ()
+        return msgspec.structs.replace(
+            evidence, snippet=snippet, match_explain=(*lines, self.line(key), *evidence.match_explain),
+        )
 
 
 def fuse_evidence(
@@ -84,61 +158,41 @@ def fuse_evidence(
     query_type: QueryType,
     rrf_k: int,
     doc_info: Callable[[str], tuple[str, str]],
-) -> list[Evidence]:
-    """New `hybrid` evidence for every chunk either leg found, best first."""
+    explain_keyword: Callable[[Evidence], Evidence] | None = None,
+) -> Fused:
+    """`hybrid` candidates for every chunk either leg found, best first, without text."""
     by_key: dict[ChunkKey, Evidence] = {_key_of(e): e for e in keyword}
+    by_hit: dict[ChunkKey, SemanticHit] = {}
     similarity: dict[ChunkKey, float] = {}
     for hit in hits:
         key = (hit.doc_slug, hit.chunk_index)
         similarity[key] = hit.similarity
-        by_key.setdefault(key, _evidence_from_hit(hit, doc_info))
+        by_hit[key] = hit
     keyword_scores = {_key_of(e): e.score for e in keyword}
 
-    fused: dict[ChunkKey, tuple[float, str]] = {}
+    scores: dict[ChunkKey, float] = {}
+    parts: dict[ChunkKey, FusedScore | RrfParts] = {}
     if method is FusionMethod.rrf:
-        keyword_rank = list(keyword_scores)
-        semantic_rank = [k for k, _ in sorted(similarity.items(), key=lambda kv: -kv[1])]
-        for key, score in reciprocal_rank_fusion([keyword_rank, semantic_rank], k=rrf_k).items():
-            kw_pos = keyword_rank.index(key) + 1 if key in keyword_scores else None
-            sem_pos = semantic_rank.index(key) + 1 if key in similarity else None
-            fused[key] = (score, f"rrf k={rrf_k}: keyword rank {kw_pos or '-'}, semantic rank {sem_pos or '-'} = {score:.4f}")
+        keyword_rank = {key: rank for rank, key in enumerate(keyword_scores, start=1)}
+        semantic_order = [k for k, _ in sorted(similarity.items(), key=lambda kv: -kv[1])]
+        semantic_rank = {key: rank for rank, key in enumerate(semantic_order, start=1)}
+        for key, score in reciprocal_rank_fusion([list(keyword_scores), semantic_order], k=rrf_k).items():
+            scores[key] = score
+            parts[key] = (keyword_rank.get(key), semantic_rank.get(key), score)
     else:
-        w_kw, w_sem = weights
-        for key, parts in weighted_sum_fusion(keyword_scores, similarity, w_kw, w_sem).items():
-            fused[key] = (
-                parts.fused,
-                f"hybrid ({query_type}): {w_kw:g} × keyword {parts.keyword_norm:.3f}"
-                f" (raw {parts.keyword_raw if parts.keyword_raw is not None else '-'})"
-                f" + {w_sem:g} × semantic {parts.semantic_norm:.3f}"
-                f" (cosine {parts.semantic_raw if parts.semantic_raw is None else round(parts.semantic_raw, 4)})"
-                f" = {parts.fused:.4f}",
-            )
+        for key, fused_score in weighted_sum_fusion(keyword_scores, similarity, *weights).items():
+            scores[key] = fused_score.fused
+            parts[key] = fused_score
 
     results: list[Evidence] = []
-    for key, (score, line) in fused.items():
-        base = by_key[key]
-        results.append(
-            Evidence(
-                doc_slug=base.doc_slug,
-                title=base.title,
-                category=base.category,
-                snippet=base.snippet,
-                score=round(score, 6),
-                content_hash=base.content_hash,
-                matched_terms=base.matched_terms,
-                source="hybrid",
-                header_path=base.header_path,
-                match_explain=(*base.match_explain, line),
-                chunk_index=base.chunk_index,
-                chunk_hash=base.chunk_hash,
-                raw_score=base.raw_score,
-                seed_score=base.seed_score,
-                title_or_keyword_hit=base.title_or_keyword_hit,
-                exact_title_phrase=base.exact_title_phrase,
-            )
-        )
+    for key, score in scores.items():
+        base = by_key.get(key)
+        results.append(_unexplained(base if base is not None else _numbers_from_hit(by_hit[key], doc_info), score))
     results.sort(key=lambda e: (-e.score, e.doc_slug, e.chunk_index or 0))
-    return results
+    return Fused(
+        ranking=results, keyword=by_key, hits=by_hit, parts=parts, query_type=query_type, weights=weights,
+        rrf_k=rrf_k, doc_info=doc_info, explain_keyword=explain_keyword,
+    )
 
 
 @dataclass(frozen=True)
@@ -148,9 +202,11 @@ class HybridLegs:
     keyword: list[Evidence]
     hits: list[SemanticHit]
     timings: dict[str, float] = field(default_factory=dict)
+    explain_keyword: Callable[[Evidence], Evidence] | None = None
+    """Completes a keyword candidate when `keyword` was searched without text (None: complete)."""
 
     def with_keyword(self, keyword: list[Evidence]) -> HybridLegs:
-        return dataclasses.replace(self, keyword=keyword)
+        return dataclasses.replace(self, keyword=keyword, explain_keyword=None)
 
 
 @dataclass(frozen=True)
@@ -158,16 +214,19 @@ class HybridCandidates:
     """Phase 3's candidates and the signals its decision needs."""
 
     keyword: list[Evidence]
-    """The keyword leg, best first (the keyword decision is made on it)."""
+    """The keyword leg, best first (the keyword decision is made on it); numbers and guards only."""
     hits: list[SemanticHit]
     fused: list[Evidence]
-    """The fused ranking, de-duplicated per document unless the query is multi-intent."""
+    """The fused ranking, de-duplicated per document unless the query is multi-intent.
+    Numbers and guards only: `explained` adds the snippet and explanation of the ones shown."""
     deduplicated: int
     signal: SemanticSignal
     query_type: QueryType
     method: FusionMethod
     weights: tuple[float, float]
     timings: dict[str, float]
+    explained: Callable[[Evidence], Evidence]
+    """A candidate (as the decision left it) with its snippet and `match_explain`."""
 
     def stats(self) -> dict[str, float | int]:
         return {
@@ -209,16 +268,17 @@ class HybridRetriever:
         text = rewrite_for_embedding(query.raw, self.synonyms.phrases, self.synonyms.words)
         semantic = asyncio.ensure_future(self.semantic.search(text, size, category, flags))
         try:
-            keyword = self.indexes.chunks.search(
+            found = self.indexes.chunks.search_unexplained(
                 query.tokens, category=category, limit=size, notes=notes, lexical=flags.lexical,
             )
+            keyword = found.results
             if while_embedding is not None:
                 while_embedding(keyword)
         except BaseException:
             semantic.cancel()
             raise
         hits, timings = await semantic
-        return HybridLegs(keyword=keyword, hits=hits, timings=dict(timings))
+        return HybridLegs(keyword=keyword, hits=hits, timings=dict(timings), explain_keyword=found.explained)
 
     def fuse(self, query: NormalizedQuery, legs: HybridLegs, flags: Flags) -> HybridCandidates:
         """Fuse the legs with the flags' method and weights, then de-duplicate."""
@@ -227,16 +287,16 @@ class HybridRetriever:
         weights = fusion_weights(flags, query.query_type)
         fused = fuse_evidence(
             legs.keyword, legs.hits, method=method, weights=weights, query_type=query.query_type,
-            rrf_k=flags.fusion.rrf_k, doc_info=self.indexes.doc_info,
+            rrf_k=flags.fusion.rrf_k, doc_info=self.indexes.doc_info, explain_keyword=legs.explain_keyword,
         )
-        trimmed = 0
+        ranking, trimmed = fused.ranking, 0
         if not query.is_multi_intent:
-            fused, trimmed = dedupe_per_document(fused, flags.retrieval.max_chunks_per_doc)
+            ranking, trimmed = dedupe_per_document(ranking, flags.retrieval.max_chunks_per_doc)
         signal = semantic_signal(legs.hits)
         timings = {**legs.timings, "fusion_ms": round((time.perf_counter() - started) * 1000, 3)}
         return HybridCandidates(
-            keyword=legs.keyword, hits=legs.hits, fused=fused, deduplicated=trimmed, signal=signal,
-            query_type=query.query_type, method=method, weights=weights, timings=timings,
+            keyword=legs.keyword, hits=legs.hits, fused=ranking, deduplicated=trimmed, signal=signal,
+            query_type=query.query_type, method=method, weights=weights, timings=timings, explained=fused.explained,
         )
 
     async def retrieve(

@@ -30,11 +30,12 @@ from service.scoring.lexical_units import (
     prepare_document,
 )
 from service.scoring.postings import PostingArrays, PostingBuilder
-from service.scoring.seed import explain_seed, rank_seed, seed_match
+from service.scoring.seed import explain_seed, matched_tokens, rank_seed, seed_match
 from service.scoring.snippets import make_snippet, plain_text
 from service.scoring.stemming import match_keys
 
 __all__ = [
+    "KeywordHits",
     "KeywordIndex",
     "LexicalScorer",
     "build_chunk_index",
@@ -109,9 +110,51 @@ class KeywordIndex:
 
         `lexical` is the `lexical:` flags group (its schema defaults when omitted).
         """
-        query = _Query(tokens, match_keys(tokens), category, limit, lexical or LexicalFlags())
-        ranking = _RANKERS[lexical_scorer(query.params.scorer)](self, query)
+        query, ranking = self._rank(tokens, category, limit, lexical)
         return [_evidence(self.units[position], position, query, ranking, self.source, notes) for position in ranking.order]
+
+    def search_unexplained(
+        self,
+        tokens: Sequence[str],
+        *,
+        category: str | None = None,
+        limit: int = 50,
+        notes: Sequence[str] = (),
+        lexical: LexicalFlags | None = None,
+    ) -> KeywordHits:
+        """`search`'s ranking with the numbers and guards only (no snippet, no explanation):
+        for a caller that shows few of its candidates (phase 3 fuses them first)."""
+        query, ranking = self._rank(tokens, category, limit, lexical)
+        return KeywordHits(
+            [_numbers(self.units[position], position, query, ranking, self.source) for position in ranking.order],
+            self, query, ranking, notes,
+        )
+
+    def _rank(
+        self, tokens: Sequence[str], category: str | None, limit: int, lexical: LexicalFlags | None
+    ) -> tuple[_Query, _Ranking]:
+        query = _Query(tokens, match_keys(tokens), category, limit, lexical or LexicalFlags())
+        return query, _RANKERS[lexical_scorer(query.params.scorer)](self, query)
+
+
+@dataclass(frozen=True)
+class KeywordHits:
+    """A keyword ranking whose evidence lacks snippet and `match_explain` until `explained`."""
+
+    results: list[Evidence]
+    index: KeywordIndex
+    query: _Query
+    ranking: _Ranking
+    notes: Sequence[str]
+
+    def explained(self, evidence: Evidence) -> Evidence:
+        """`search`'s full evidence for the unit of `evidence` (one of `results`)."""
+        position = next(
+            p for p in self.ranking.order
+            if self.index.units[p].doc_slug == evidence.doc_slug
+            and self.index.units[p].chunk_index == evidence.chunk_index
+        )
+        return _evidence(self.index.units[position], position, self.query, self.ranking, self.index.source, self.notes)
 
 
 def _rank_seed(index: KeywordIndex, query: _Query) -> _Ranking:
@@ -157,6 +200,30 @@ def _evidence(
         source=source,
         header_path=unit.header_path,
         match_explain=tuple(explain),
+        chunk_index=unit.chunk_index,
+        chunk_hash=unit.chunk_hash,
+        raw_score=match.raw,
+        seed_score=None if ranking.bm25f is None else seed_score,
+        title_or_keyword_hit=match.title_or_keyword_hit,
+        exact_title_phrase=match.exact_title_phrase,
+    )
+
+
+def _numbers(unit: ScoringUnit, position: int, query: _Query, ranking: _Ranking, source: Source) -> Evidence:
+    """`_evidence` without the text: same scores, matched terms and guards."""
+    match = seed_match(unit, query.keys)
+    seed_score = round(match.score, 6)
+    score = seed_score if ranking.bm25f is None else round(ranking.bm25f[position].score, 6)
+    return Evidence(
+        doc_slug=unit.doc_slug,
+        title=unit.title,
+        category=unit.category,
+        snippet="",
+        score=score,
+        content_hash=unit.content_hash,
+        matched_terms=matched_tokens(match, query.tokens),
+        source=source,
+        header_path=unit.header_path,
         chunk_index=unit.chunk_index,
         chunk_hash=unit.chunk_hash,
         raw_score=match.raw,

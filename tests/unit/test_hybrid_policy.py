@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from service.decide.hybrid_policy import decide_hybrid
 from service.domain.signals import SemanticSignal
 from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery, Option
@@ -84,17 +86,29 @@ def test_no_content_words_is_no_match_whatever_the_neighbours() -> None:
 
 
 def test_fused_evidence_covers_both_legs_and_explains_weights() -> None:
-    keyword = [ev("concepts/notes", 2.0), ev("actions/notes", 1.0)]
+    keyword = [msgspec.structs.replace(ev("concepts/notes", 2.0), match_explain=("content 'notes' +1",)),
+               ev("actions/notes", 1.0)]
     hits = [hit("concepts/workspace", 0.7), hit("concepts/notes", 0.6)]
     fused = fuse_evidence(
         keyword, hits, method=FusionMethod.weighted, weights=(0.3, 0.7), query_type="mixed",
         rrf_k=60, doc_info=lambda slug: ("doc-hash", "summary"),
     )
-    by_slug = {e.doc_slug: e for e in fused}
+    by_slug = {e.doc_slug: e for e in fused.ranking}
     # notes: 0.3 × 1.0 + 0.7 × 0.0 = 0.3; workspace: 0.7 × 1.0 = 0.7; actions: 0.3 × 0 + 0 = 0.
     assert by_slug["concepts/workspace"].score == 0.7
     assert by_slug["concepts/notes"].score == 0.3
-    assert next(e.doc_slug for e in fused) == "concepts/workspace"
-    assert all(e.source == "hybrid" for e in fused)
-    assert "0.3 × keyword" in by_slug["concepts/notes"].match_explain[-1]
+    assert next(e.doc_slug for e in fused.ranking) == "concepts/workspace"
+    assert all(e.source == "hybrid" for e in fused.ranking)
     assert by_slug["concepts/workspace"].content_hash == "doc-hash"  # built from the hit
+    # Text is built only for the candidates shown: the keyword leg's snippet and lines,
+    # then fusion's; a hit found by the semantic leg alone shows its page's summary.
+    notes = fused.explained(by_slug["concepts/notes"])
+    assert notes.snippet == keyword[0].snippet and "0.3 × keyword" in notes.match_explain[-1]
+    assert notes.match_explain[:-1] == keyword[0].match_explain
+    workspace = fused.explained(by_slug["concepts/workspace"])
+    assert workspace.snippet == "summary" and len(workspace.match_explain) == 1
+    # Lines a decision added after fusion stay last; evidence from elsewhere is left alone.
+    decided = fused.explained(msgspec.structs.replace(by_slug["concepts/notes"], match_explain=("calibrated p",)))
+    assert decided.match_explain == (*notes.match_explain, "calibrated p")
+    elsewhere = msgspec.structs.replace(ev("concepts/other", 1.0), source="keyword")
+    assert fused.explained(elsewhere) == elsewhere

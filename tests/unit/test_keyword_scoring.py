@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import msgspec
 import pytest
 
 from service.domain.types import Chunk, Document
@@ -195,3 +196,16 @@ def test_seed_guards_are_the_same_whichever_formula_ranks() -> None:
         guards = ("raw_score", "matched_terms", "title_or_keyword_hit", "exact_title_phrase", "snippet")
         assert {g: getattr(by_bm25, g) for g in guards} == {g: getattr(by_seed, g) for g in guards}
         assert by_seed.seed_score is None and by_bm25.seed_score == by_seed.score
+
+
+@pytest.mark.parametrize("scorer", ["seed", "bm25"])
+def test_unexplained_search_has_the_same_numbers_and_explains_on_demand(scorer: str) -> None:
+    """Phase 3 ranks and decides on numbers and guards; the text of a shown candidate is
+    exactly what `search` builds."""
+    index = build_document_index(DOCS, LEXICON)
+    tokens, flags = ["workspace", "notes", "calendar"], LexicalFlags(scorer=scorer)
+    full = index.search(tokens, lexical=flags, notes=("typo: note",))
+    hits = index.search_unexplained(tokens, lexical=flags, notes=("typo: note",))
+    assert [msgspec.structs.replace(e, snippet="", match_explain=()) for e in full] == hits.results
+    assert all(e.snippet == "" and e.match_explain == () for e in hits.results)
+    assert [hits.explained(e) for e in hits.results] == full
