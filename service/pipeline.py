@@ -90,6 +90,9 @@ class TierOutcome:
     """Phase 3's fused ranking and signals (None for the other tiers)."""
     signals: DecisionSignals | None = None
     """What the decision was made from, whichever policy made it."""
+    explained: Callable[[Evidence], Evidence] | None = None
+    """Adds snippet and `match_explain` to the evidence shown (phases 2 and 3 rank and
+    decide on numbers: building text for every candidate was most of their CPU)."""
 
 
 class CorpusNotLoaded(RuntimeError):
@@ -134,17 +137,22 @@ def keyword_decision_for(
     *,
     calibration: CalibrationModel | None = None,
     phase: int = 0,
-) -> tuple[Decision, dict[str, float | int], DecisionSignals]:
+) -> tuple[Decision, dict[str, float | int], DecisionSignals, Callable[[Evidence], Evidence] | None]:
     """Phases 1 and 2: search the whole query (and each intent), then decide.
 
     `calibration` with `decision.policy: calibrated` decides from p at `phase`;
     otherwise the seed rules.  Multi-intent answers come from the part searches either way.
-    Returns the decision, stats, and the decision signals of the ranking.
+    Returns the decision, stats, the decision signals of the ranking, and (when it searched)
+    what adds the text to the evidence shown.
     """
     pool = ctx.flags.retrieval.candidate_pool
     category = ctx.params.category
+    explained = None
     if results is None:
-        results = index.search(ctx.query.tokens, category=category, limit=pool, notes=ctx.notes, lexical=ctx.flags.lexical)
+        hits = index.search_unexplained(
+            ctx.query.tokens, category=category, limit=pool, notes=ctx.notes, lexical=ctx.flags.lexical,
+        )
+        results, explained = hits.results, hits.explained
     trimmed = 0
     if max_per_doc is not None and not ctx.query.is_multi_intent:
         results, trimmed = dedupe_per_document(results, max_per_doc)
@@ -168,11 +176,11 @@ def keyword_decision_for(
         multi = decide_multi_intent(parts, ctx.query, thresholds)
         calibrated = calibration is not None and ctx.flags.decision.policy == "calibrated"
         if multi is not None and (not calibrated or credible(calibration, ctx.flags, phase, multi, signals)):
-            return multi, stats, signals
+            return multi, stats, signals, explained
     if calibration is not None and ctx.flags.decision.policy == "calibrated" and seed.reason not in CERTAIN_REASONS:
         decision = calibrated_decision(calibration, ctx.flags.decision, phase, ctx.query, results, signals.features)
-        return decision, stats, signals
-    return seed, stats, signals
+        return decision, stats, signals, explained
+    return seed, stats, signals, explained
 
 
 def part_query(query: NormalizedQuery, tokens: tuple[str, ...]) -> NormalizedQuery:
@@ -275,21 +283,21 @@ class Pipeline:
     # -- tiers ------------------------------------------------------------
     async def phase1(self, ctx: TierContext) -> TierOutcome:
         indexes = self.require_indexes()
-        decision, stats, signals = keyword_decision_for(
+        decision, stats, signals, explained = keyword_decision_for(
             indexes.documents, ctx, ctx.flags.phases.for_phase(1), max_per_doc=None,
             calibration=self.active_calibration(), phase=1,
         )
-        return TierOutcome(Tier.phase1, 1, decision, stats, signals=signals)
+        return TierOutcome(Tier.phase1, 1, decision, stats, signals=signals, explained=explained)
 
     async def phase2(self, ctx: TierContext) -> TierOutcome:
         indexes = self.require_indexes()
         if not indexes.chunks.units:
             raise CorpusNotLoaded("no chunks in memory")
-        decision, stats, signals = keyword_decision_for(
+        decision, stats, signals, explained = keyword_decision_for(
             indexes.chunks, ctx, ctx.flags.phases.for_phase(2),
             max_per_doc=ctx.flags.retrieval.max_chunks_per_doc, calibration=self.active_calibration(), phase=2,
         )
-        return TierOutcome(Tier.phase2, 2, decision, stats, signals=signals)
+        return TierOutcome(Tier.phase2, 2, decision, stats, signals=signals, explained=explained)
 
     def hybrid(self) -> HybridRetriever:
         """Phase 3's retrieval over the current corpus (`eval` uses this too)."""
@@ -306,7 +314,7 @@ class Pipeline:
 
         def decide_keyword(keyword: list[Evidence]) -> None:
             # Runs while the query is being embedded (the seed rules' view of the keyword leg).
-            decision, _, keyword_signals = keyword_decision_for(
+            decision, _, keyword_signals, _ = keyword_decision_for(
                 retriever.indexes.chunks, ctx, flags.phases.for_phase(3),
                 flags.retrieval.max_chunks_per_doc, keyword,
             )
@@ -338,7 +346,9 @@ class Pipeline:
             )
         else:
             decision = decide_hybrid(candidates.fused, seed_keyword, candidates.signal, ctx.query, flags.semantic)
-        return TierOutcome(Tier.phase3, 3, decision, candidates.stats(), candidates, signals)
+        return TierOutcome(
+            Tier.phase3, 3, decision, candidates.stats(), candidates, signals, explained=candidates.explained,
+        )
 
     @staticmethod
     def keyword_ranking(query: NormalizedQuery, candidates: HybridCandidates, flags: Flags) -> list[Evidence]:
@@ -453,9 +463,9 @@ class Pipeline:
                 kinds.append((name, kind))
                 if span is not None and self.telemetry is not None:
                     self.telemetry.mark_error(span, kind)
-        # Phase 3's candidates carry no text until shown: kept across a conversation's
-        # settling and a curation, which may bring any of them into view.
-        explained = answered.candidates.explained if answered is not None and answered.candidates else None
+        # The candidates carry no text until shown: kept across a conversation's settling
+        # and a curation, which may bring any of them into view.
+        explained = answered.explained if answered is not None else None
         if answered is not None and resolution is not None:
             answered, resolution = self._settle(answered, resolution, query, flags)
         if answered is not None and self.curate is not None:
@@ -609,7 +619,7 @@ def _outcome(
     started: float,
     explained: Callable[[Evidence], Evidence] | None = None,
 ) -> Outcome:
-    """`explained` completes the evidence shown (phase 3 builds snippets only for those)."""
+    """`explained` completes the evidence shown (snippets are built only for those)."""
     if answered is None:
         return _generic("no_match", request_id, started, fallback, "all_tiers_failed")
     decision = answered.decision

@@ -19,6 +19,8 @@ import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import msgspec
+
 from service.domain.types import Chunk, Document, Evidence, Source
 from service.flags import LexicalFlags
 from service.normalize.lexicon import Lexicon
@@ -148,13 +150,18 @@ class KeywordHits:
     notes: Sequence[str]
 
     def explained(self, evidence: Evidence) -> Evidence:
-        """`search`'s full evidence for the unit of `evidence` (one of `results`)."""
-        position = next(
-            p for p in self.ranking.order
-            if self.index.units[p].doc_slug == evidence.doc_slug
-            and self.index.units[p].chunk_index == evidence.chunk_index
-        )
-        return _evidence(self.index.units[position], position, self.query, self.ranking, self.index.source, self.notes)
+        """`search`'s evidence for one of `results`, with the lines a decision appended
+        since kept last; any other evidence (e.g. from another search) unchanged."""
+        if evidence.snippet:
+            return evidence
+        numbers = msgspec.structs.replace(evidence, match_explain=())
+        for at, position in enumerate(self.ranking.order):
+            if numbers == self.results[at]:
+                full = _evidence(
+                    self.index.units[position], position, self.query, self.ranking, self.index.source, self.notes,
+                )
+                return msgspec.structs.replace(full, match_explain=(*full.match_explain, *evidence.match_explain))
+        return evidence
 
 
 def _rank_seed(index: KeywordIndex, query: _Query) -> _Ranking:

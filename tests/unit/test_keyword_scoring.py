@@ -209,3 +209,9 @@ def test_unexplained_search_has_the_same_numbers_and_explains_on_demand(scorer: 
     assert [msgspec.structs.replace(e, snippet="", match_explain=()) for e in full] == hits.results
     assert all(e.snippet == "" and e.match_explain == () for e in hits.results)
     assert [hits.explained(e) for e in hits.results] == full
+    # A decision's own lines stay last; evidence from another search is left as it is.
+    decided = msgspec.structs.replace(hits.results[0], match_explain=("calibrated p",))
+    assert hits.explained(decided).match_explain == (*full[0].match_explain, "calibrated p")
+    other = index.search(["rename"], lexical=flags)[0]
+    assert hits.explained(other) == other
+    assert hits.explained(msgspec.structs.replace(other, snippet="")) == msgspec.structs.replace(other, snippet="")
