@@ -32,7 +32,7 @@ from service.scoring.lexical_units import (
     prepare_document,
 )
 from service.scoring.postings import PostingArrays, PostingBuilder
-from service.scoring.seed import explain_seed, matched_tokens, rank_seed, seed_match
+from service.scoring.seed import SeedMatch, explain_seed, matched_tokens, rank_seed, seed_match
 from service.scoring.snippets import make_snippet, plain_text
 from service.scoring.stemming import match_keys
 
@@ -188,37 +188,23 @@ def _evidence(
     match = seed_match(unit, query.keys)
     matched, lines = explain_seed(match, query.tokens)
     explain = [*notes, *lines]
-    seed_score = round(match.score, 6)
-    score = seed_score
     if ranking.bm25f is not None:
         ranked = ranking.bm25f[position]
-        score = round(ranked.score, 6)
         explain.append(
             f"ranking score: {explain_bm25f(ranked, query.params, match.exact_title_phrase, ranking.lift)}"
         )
-    return Evidence(
-        doc_slug=unit.doc_slug,
-        title=unit.title,
-        category=unit.category,
+    return msgspec.structs.replace(
+        _numbers(unit, position, query, ranking, source, match),
         snippet=make_snippet(unit.plain, matched, unit.summary, unit.plain_lower),
-        score=score,
-        content_hash=unit.content_hash,
-        matched_terms=matched,
-        source=source,
-        header_path=unit.header_path,
         match_explain=tuple(explain),
-        chunk_index=unit.chunk_index,
-        chunk_hash=unit.chunk_hash,
-        raw_score=match.raw,
-        seed_score=None if ranking.bm25f is None else seed_score,
-        title_or_keyword_hit=match.title_or_keyword_hit,
-        exact_title_phrase=match.exact_title_phrase,
     )
 
 
-def _numbers(unit: ScoringUnit, position: int, query: _Query, ranking: _Ranking, source: Source) -> Evidence:
-    """`_evidence` without the text: same scores, matched terms and guards."""
-    match = seed_match(unit, query.keys)
+def _numbers(
+    unit: ScoringUnit, position: int, query: _Query, ranking: _Ranking, source: Source, match: SeedMatch | None = None,
+) -> Evidence:
+    """`_evidence` without the text (snippet, `match_explain`): same scores, matched terms and guards."""
+    match = seed_match(unit, query.keys) if match is None else match
     seed_score = round(match.score, 6)
     score = seed_score if ranking.bm25f is None else round(ranking.bm25f[position].score, 6)
     return Evidence(
