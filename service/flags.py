@@ -110,7 +110,10 @@ class SemanticFlags(_Flags, frozen=True):
     answer_similarity: Fraction = 0.55
     margin: Fraction = 0.04
     ef_search: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 64
-    representations: tuple[RepresentationKind, ...] = ("body",)
+    # `contains body` is in the schema too, so PUT /admin/flags documents the rule.
+    representations: Annotated[
+        tuple[RepresentationKind, ...], msgspec.Meta(extra_json_schema={"contains": {"const": "body"}})
+    ] = ("body",)
     """Vector kinds embedded and searched; a chunk scores by its best one (issue 19)."""
 
     def __post_init__(self) -> None:
@@ -507,6 +510,9 @@ def load_flags(path: Path, environ: Mapping[str, str] | None = None) -> Flags:
 # -- the README's flags table, generated from this schema --------------------------
 
 def _allowed(info: msgspec.inspect.Type) -> str:
+    if isinstance(info, msgspec.inspect.Metadata):
+        contains = (info.extra_json_schema or {}).get("contains", {}).get("const")
+        return _allowed(info.type) + (f" holding {contains}" if contains is not None else "")
     if isinstance(info, msgspec.inspect.BoolType):
         return "true / false"
     if isinstance(info, msgspec.inspect.LiteralType):

@@ -198,8 +198,8 @@ def _schema_of(json_schema: dict[str, Any]) -> Schema:
             kwargs["type"] = OpenAPIType(value)
         elif key == "prefixItems":
             kwargs["prefix_items"] = [_schema_of(item) for item in value]
-        elif key == "items" and isinstance(value, dict):
-            kwargs["items"] = _schema_of(value)
+        elif key in ("items", "contains") and isinstance(value, dict):
+            kwargs[key] = _schema_of(value)
         elif key in _JSON_SCHEMA_KEYS:
             kwargs[_JSON_SCHEMA_KEYS[key]] = value
     return Schema(**kwargs)
