@@ -469,10 +469,11 @@
     return { canvas, ctx, width, height, colour };
   }
 
-  function drawChart() {
-    const { canvas, ctx, width, height, colour } = freshCanvas("latency-chart");
-    const all = PHASES.flatMap((p) => state.history[p].filter((v) => v !== null));
-    const max = Math.max(10, ...all) * 1.15;
+  // A fresh canvas with the grid both charts share: four horizontal lines
+  // labelled by tick(i) for i = 0..4, and a footer line of text.
+  function chartFrame(id, tick, footer) {
+    const frame = freshCanvas(id);
+    const { ctx, width, height, colour } = frame;
     const pad = { l: 42, r: 8, t: 8, b: 16 };
     const plotW = width - pad.l - pad.r;
     const plotH = height - pad.t - pad.b;
@@ -483,9 +484,17 @@
     for (let i = 0; i <= 4; i++) {
       const y = pad.t + plotH - (plotH * i) / 4;
       ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(width - pad.r, y); ctx.stroke();
-      ctx.fillText(((max * i) / 4).toFixed(max < 40 ? 1 : 0), 4, y + 4);
+      ctx.fillText(tick(i), 4, y + 4);
     }
-    ctx.fillText("samples: " + HISTORY_POINTS + " × 3 s", pad.l + 4, height - 3);
+    ctx.fillText(footer, pad.l + 4, height - 3);
+    return { ...frame, pad, plotW, plotH };
+  }
+
+  function drawChart() {
+    const all = PHASES.flatMap((p) => state.history[p].filter((v) => v !== null));
+    const max = Math.max(10, ...all) * 1.15;
+    const { canvas, ctx, colour, pad, plotW, plotH } = chartFrame(
+      "latency-chart", (i) => ((max * i) / 4).toFixed(max < 40 ? 1 : 0), "samples: " + HISTORY_POINTS + " × 3 s");
     const latest = [];
     for (const p of PHASES) {
       const h = state.history[p];
@@ -695,20 +704,8 @@
 
   function drawInsights() {
     const points = (opState.insights && opState.insights.series) || [];
-    const { canvas, ctx, width, height, colour } = freshCanvas("insights-chart");
-    const pad = { l: 42, r: 8, t: 8, b: 16 };
-    const plotW = width - pad.l - pad.r;
-    const plotH = height - pad.t - pad.b;
-    ctx.strokeStyle = colour("--line");
-    ctx.fillStyle = colour("--muted");
-    ctx.font = "11px system-ui, sans-serif";
-    ctx.lineWidth = 1;
-    for (let i = 0; i <= 4; i++) {
-      const y = pad.t + plotH - (plotH * i) / 4;
-      ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(width - pad.r, y); ctx.stroke();
-      ctx.fillText(25 * i + " %", 4, y + 4);
-    }
-    ctx.fillText(points.length + " buckets", pad.l + 4, height - 3);
+    const { canvas, ctx, colour, pad, plotW, plotH } = chartFrame(
+      "insights-chart", (i) => 25 * i + " %", points.length + " buckets");
     for (const [key, colourName] of RATE_LINES) {
       ctx.strokeStyle = colour(colourName);
       ctx.fillStyle = colour(colourName);
