@@ -249,7 +249,8 @@ class Pipeline:
         self.anchors = {(c.doc_slug, c.chunk_index): c.anchor for c in chunks if c.anchor}
         self.served_pages = pages_fingerprint(d.slug for d in documents)
         self.topic_words = topic_words(
-            [*(d.title for d in documents), *(c.term for c in self.glossary.concepts), *self.synonyms.words]
+            [*(d.title for d in documents), *(c.term for c in self.glossary.concepts), *self.synonyms.words],
+            stopwords=self.indexes.lexicon.stopwords,
         )
         release_free_memory()
 

@@ -152,15 +152,24 @@ def _named_options(words: list[str], options: tuple[ClarificationOption, ...]) -
     reply = {w for w in words} | {_singular(w) for w in words}
     shared = set.intersection(*(_option_words(o) for o in options)) if len(options) > 1 else set()
     named: list[ClarificationOption] = []
+    distinctive: dict[str, set[str]] = {}
     for option in options:
-        distinctive = _option_words(option) - shared - _FILLER
-        if distinctive & reply:
+        distinctive[option.doc_slug] = _option_words(option) - shared - _FILLER
+        if distinctive[option.doc_slug] & reply:
             named.append(option)
     if len(named) > 1:
         # Prefer the option whose whole title is in the reply ("widget manager" over "widgets").
         whole = [o for o in named if _phrase(o.title) in " ".join(words)]
         if len(whole) == 1:
             return whole
+        # Then the one the reply names most of, and on a tie the one it names all that sets apart:
+        # "the left one" is Left sidebar, "the left-hand one" How to work with the left-hand sidebar.
+        hits = {o.doc_slug: len(distinctive[o.doc_slug] & reply) for o in named}
+        best = [o for o in named if hits[o.doc_slug] == max(hits.values())]
+        if len(best) > 1:
+            best = [o for o in best if distinctive[o.doc_slug] <= reply]
+        if len(best) == 1:
+            return best
     return named
 
 

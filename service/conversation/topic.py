@@ -83,11 +83,23 @@ def _words(text: str) -> list[str]:
     return _SPLIT.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
-def topic_words(names: Sequence[str]) -> frozenset[str]:
-    """Words that name a page's subject, from page titles, glossary terms and synonyms."""
-    words = {w for name in names for w in _words(name) if len(w) > 2}
+def topic_words(names: Sequence[str], stopwords: frozenset[str] = frozenset()) -> frozenset[str]:
+    """Words that name a page's subject, from page titles, glossary terms and synonyms.
+
+    Stopwords never do: a title phrased as a question ("How to create a new graph",
+    "What is indentation and why does it matter?") would otherwise give every
+    "how do I …" message a topic of its own, and no follow-up would ever carry one."""
+    words = {w for name in names for w in _subject_words(name) if len(w) > 2 and w not in stopwords}
     # "widgets" names the Widgets page as much as "widget" does.
     return frozenset(words | {w[:-1] for w in words if w.endswith("s") and len(w) > 3} | {f"{w}s" for w in words})
+
+
+def _subject_words(name: str) -> list[str]:
+    """A name's words without the verb of a how-to title: "How to create a new graph" is about
+    graphs; "create" names what the page shows you doing, as "how do I create one?" does."""
+    words = _words(name)
+    actions = {words[i + 2] for i in range(len(words) - 2) if words[i : i + 2] == ["how", "to"]}
+    return [w for w in words if w not in actions]
 
 
 def _term(value: str) -> str:
@@ -140,16 +152,14 @@ def resolve_topic(
     return Topic(query=message, source="message")
 
 
-_ELEMENT_KINDS = ("widget", "panel")
-
-
 def _pointed_element(words: list[str], screen: Screen | None) -> tuple[str, str] | None:
-    """("widget", "quick links widget") for "this widget" when the screen shows which one."""
+    """("widget", "quick links widget") for "this widget" when the screen shows which one; any
+    other kind ("this tool") when the focused element is one ("tool:eraser")."""
     if screen is None:
         return None
     for first, second in itertools.pairwise(words):
         kind = second[:-1] if second.endswith("s") else second
-        if first in _DEICTIC | {"that"} and kind in _ELEMENT_KINDS:
+        if first in _DEICTIC | {"that"}:
             element = screen.element(kind)
             if element is not None:
                 return kind, element

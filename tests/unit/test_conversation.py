@@ -15,8 +15,9 @@ from service.conversation.clarification import (
 from service.conversation.replies import resolve
 from service.conversation.stage import Conversation, Texts, settle
 from service.conversation.stage import resolve as resolve_stage
-from service.conversation.topic import Screen, Turn, resolve_topic
+from service.conversation.topic import Screen, Turn, resolve_topic, topic_words
 from service.domain.types import Answer, Clarify, Evidence, NoMatch, Option
+from service.normalize.lexicon import default_stopwords
 
 KEY = b"k" * 32
 HOME = ClarificationOption(doc_slug="concepts/home", title="Home", category="concepts")
@@ -101,6 +102,17 @@ def test_a_whole_title_wins_over_a_shared_word() -> None:
     assert resolve("widget manager", _choose(WIDGETS, MANAGER)).option == MANAGER
 
 
+def test_a_reply_naming_all_that_sets_one_option_apart_picks_it() -> None:
+    right, left, how_to = (
+        ClarificationOption(doc_slug="right-sidebar", title="Right sidebar", category="general"),
+        ClarificationOption(doc_slug="left-sidebar", title="Left sidebar", category="general"),
+        ClarificationOption(doc_slug="wip-how-to-work-with-the-left-hand-sidebar",
+                            title="WIP How to work with the left-hand sidebar", category="general"),
+    )
+    assert resolve("the left one", _choose(right, left, how_to, kind="weak")).option == left
+    assert resolve("the left-hand one", _choose(right, left, how_to, kind="weak")).option == how_to
+
+
 @pytest.mark.parametrize("reply", ["yes", "Yes, that one", "yep", "correct", "sure"])
 def test_yes_confirms_the_single_suggestion(reply: str) -> None:
     result = resolve(reply, _choose(HOME, DASH, kind="confirm"))
@@ -145,6 +157,22 @@ def test_a_follow_up_without_a_topic_takes_the_last_answered_one(follow_up: str)
     assert topic.slugs == ("actions/widgets",)
 
 
+def test_titles_phrased_as_questions_give_no_topic_to_every_question() -> None:
+    """Logseq's pages include "How to create a new graph" and "What is indentation and why does
+    it matter?": "how", "what", "does" or the how-to's verb must not make "how do I review them?"
+    a message with a topic of its own."""
+    words = topic_words(
+        ["Flashcards", "How to create a new graph", "What is indentation and why does it matter?"],
+        stopwords=default_stopwords(),
+    )
+    assert {"how", "what", "why", "does", "create"}.isdisjoint(words)
+    assert {"flashcards", "graph", "indentation"} <= words
+    history = (Turn(role="user", content="how do I create a flashcard"),
+               Turn(role="assistant", content="Flashcards", doc_slugs=("flashcards",)))
+    topic = resolve_topic("how do I review them?", has_topic=words.__contains__, history=history)
+    assert (topic.source, topic.query) == ("history", "how do I review flashcard?")
+
+
 def test_a_message_with_its_own_topic_ignores_history() -> None:
     topic = resolve_topic("how do I rename a workspace", has_topic=_has_topic, history=HISTORY)
     assert (topic.source, topic.query) == ("message", "how do I rename a workspace")
@@ -165,6 +193,18 @@ def test_the_focused_element_is_more_specific_than_the_screen() -> None:
     screen = Screen(screen="dashboard", focused="widget:quick_links")
     topic = resolve_topic("how do I remove this", has_topic=_has_topic, screen=screen)
     assert topic.carried == "widget quick links"
+
+
+def test_this_tool_is_the_focused_tool() -> None:
+    screen = Screen(screen="whiteboard", focused="tool:eraser")
+    topic = resolve_topic("how does this tool work", has_topic=lambda w: w in {"tool", "work"}, screen=screen)
+    assert (topic.source, topic.query) == ("screen", "how does tool eraser work")
+
+
+def test_this_kind_of_element_the_screen_does_not_show_is_not_guessed() -> None:
+    screen = Screen(screen="whiteboard", focused="shape:circle")
+    topic = resolve_topic("how does this tool work", has_topic=lambda w: w in {"tool"}, screen=screen)
+    assert topic.source == "message"
 
 
 def test_the_screen_never_overrides_a_clear_topic() -> None:
