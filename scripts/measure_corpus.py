@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 from service.db.embedded import free_port  # noqa: E402
 
 _SEED = re.compile(r"seed finished in ([\d.]+) s \(parse\+chunk ([\d.]+) s\)")
-_EMBED = re.compile(r"embedded (\d+)/(\d+) chunks \(([\d.]+) chunks/s")
+# The indexer's progress line: "embedded 64/715 chunk vectors (18.0 chunks/s, ETA 36s)".
+_EMBED = re.compile(r"embedded (\d+)/(\d+) chunk vectors \(([\d.]+) chunks/s")
 
 
 def measure(seeds: Path, replay: Path | None = None, timeout_s: float = 3600) -> dict[str, object]:
