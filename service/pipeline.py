@@ -25,11 +25,11 @@ from service.decide.calibrated_policy import (
     top_page,
 )
 from service.decide.calibration import (
-    CERTAIN_REASONS,
     CalibrationModel,
     decision_signals,
     multi_intent_credible,
     pages_fingerprint,
+    seed_is_certain,
 )
 from service.decide.hybrid_policy import decide_hybrid
 from service.decide.policy import MULTI_INTENT_DEPTH, decide, decide_multi_intent
@@ -164,6 +164,7 @@ def keyword_decision_for(
     }
     seed = decide(results, ctx.query, thresholds)
     signals = msgspec.structs.replace(decision_signals(ctx.query, results), keyword_reason=seed.reason)
+    calibrated = calibration is not None and ctx.flags.decision.policy == "calibrated"
     if ctx.query.is_multi_intent:
         # Multi-intent looks only at the head of each part's ranking.
         parts = [
@@ -174,10 +175,9 @@ def keyword_decision_for(
             decision_signals(part_query(ctx.query, tokens), ranking) for tokens, ranking in zip(ctx.query.parts, parts, strict=True)
         ))
         multi = decide_multi_intent(parts, ctx.query, thresholds)
-        calibrated = calibration is not None and ctx.flags.decision.policy == "calibrated"
         if multi is not None and (not calibrated or credible(calibration, ctx.flags, phase, multi, signals)):
             return multi, stats, signals, explained
-    if calibration is not None and ctx.flags.decision.policy == "calibrated" and seed.reason not in CERTAIN_REASONS:
+    if calibrated and calibration is not None and not seed_is_certain(seed.reason, signals.named_pages):
         decision = calibrated_decision(calibration, ctx.flags.decision, phase, ctx.query, results, signals.features)
         return decision, stats, signals, explained
     return seed, stats, signals, explained
@@ -328,6 +328,9 @@ class Pipeline:
             self.hybrid_signals(ctx.query, candidates, flags), parts=keyword_signals.parts,
             keyword_reason=keyword_signals.keyword_reason,
         )
+        if signals.features["keyword_agrees"]:
+            # Pages the query names count when phase 3 ranks the keyword leg's top page first.
+            signals = msgspec.structs.replace(signals, named_pages=keyword_signals.named_pages)
         model = self.active_calibration() if flags.decision.policy == "calibrated" else None
         decision: Decision
         if (
@@ -339,7 +342,7 @@ class Pipeline:
             decision = multi_intent_on(candidates.fused, seed_keyword)
         elif model is not None and signals.keyword_reason == "out_of_domain":
             decision = NoMatch(message=clarify.NO_MATCH, reason="out_of_domain")
-        elif model is not None and signals.keyword_reason not in CERTAIN_REASONS:
+        elif model is not None and not seed_is_certain(signals.keyword_reason, signals.named_pages):
             decision = calibrated_decision(
                 model, flags.decision, 3, ctx.query, candidates.fused, signals.features,
                 keyword=self.keyword_ranking(ctx.query, candidates, flags),

@@ -7,7 +7,8 @@ is evaluated by hand, which is a dot product and a sigmoid.
 The decision from p (`choose`, then `decide_calibrated`), on the one ranking the response
 shows (sorted by score, best first, one entry per page for the options):
 
-    p < no_match_p (and, at phase 3, phase 2 has nothing plausible)  → no match
+    p < no_match_p, unless the top page holds every query word (all
+      corpus words) or, at phase 3, phase 2 has a plausible answer   → no match
     the second page is nearly as good (score ≥ ambiguity_ratio × top)
       and answers another need, and phase 2 would not answer this top page
                                                                      → clarify between the two
@@ -17,7 +18,8 @@ shows (sorted by score, best first, one entry per page for the options):
 
 Phase 3 also sees phase 2's p on its keyword leg (`KeywordVerdict`): it never says no match
 where phase 2 has a plausible answer, and never asks where phase 2 would have answered with
-the same top page.
+the same top page.  Where the query's words settle it (`seed_is_certain`: out of domain, a
+page named by its title, two pages named level), the seed rules' decision stands.
 """
 
 from __future__ import annotations
@@ -77,6 +79,27 @@ CERTAIN_REASONS = frozenset({"out_of_domain", "explain_subject_is_title"})
 """Seed-plan rules the calibrated policy keeps as they are: no threshold is involved, the
 words decide ("send an email": a topic word the corpus never uses while only body text
 matched; "what is home": the question names a page by its title)."""
+
+SEED_LEVEL_REASON = "small_gap"
+"""The seed rules' "two pages level in seed points" (raw gap < MIN_GAP)."""
+SEED_ANSWER_REASON = "confident"
+
+
+def seed_is_certain(reason: str, named: int) -> bool:
+    """Where the calibrated policy keeps the seed rules' decision (`reason`, on the keyword
+    ranking) because the query's words settle it, whatever p says:
+    - `CERTAIN_REASONS`;
+    - the two best pages are level in seed points and the query names both exactly ("home":
+      the title of Home and a heading of Dashboard): a real ambiguity, which a p about the top
+      page alone cannot see;
+    - the seed rules answer and the query names the top page alone ("wrkspace" → Workspace):
+      the words say which page is meant, as "what is home" does.
+    `named` is `DecisionSignals.named_pages`."""
+    if reason in CERTAIN_REASONS:
+        return True
+    if reason == SEED_LEVEL_REASON:
+        return named >= 2
+    return reason == SEED_ANSWER_REASON and named == 1
 
 Action = Literal["no_match", "ambiguous", "answer", "weak"]
 
@@ -156,7 +179,18 @@ def decision_signals(
         features=features_of(query, results, semantic, keyword_top),
         ranking=tuple(e.doc_slug for e in pages),
         second_same_need=len(pages) > 1 and same_need(pages[0], pages[1]),
+        named_pages=named_pages(pages),
     )
+
+
+def named_pages(pages: Sequence[Evidence]) -> int:
+    """How many of the two best pages, from the top, the query names (exact title or heading)."""
+    count = 0
+    for page in pages[:2]:
+        if not page.exact_title_phrase:
+            break
+        count += 1
+    return count
 
 
 # -- the fitted model -----------------------------------------------------------
@@ -287,6 +321,11 @@ def same_need(a: Evidence, b: Evidence) -> bool:
     return bool(sa) and sa == sb
 
 
+def words_found(features: Mapping[str, float]) -> bool:
+    """Every content word of the query is a corpus word and the top page holds them all."""
+    return features["tokens"] > 0 and features["unknown_share"] == 0 and features["matched_share"] >= 1
+
+
 def choose(
     p: float,
     *,
@@ -296,11 +335,14 @@ def choose(
     point: DecisionPoint,
     keyword: KeywordVerdict | None = None,
     top_doc: str | None = None,
+    found: bool = False,
 ) -> Action:
-    """The rule table in the module docstring, on plain numbers (the fit replays it)."""
+    """The rule table in the module docstring, on plain numbers (the fit replays it).
+    `found` (`words_found`): the documentation uses every word of the query, on one page, so
+    a low p means "not sure which page", never "not covered": it asks instead of no match."""
     phase2_plausible = keyword is not None and keyword.plausible
     phase2_answers_same = keyword is not None and keyword.answers and keyword.top_doc == top_doc
-    if p < point.no_match_p and not phase2_plausible:
+    if p < point.no_match_p and not phase2_plausible and not found:
         return "no_match"
     close = has_second and score_ratio >= point.ambiguity_ratio
     if close and not second_same_need and not phase2_answers_same:
@@ -331,8 +373,9 @@ def decide_calibrated(
     point: DecisionPoint,
     *,
     keyword: KeywordVerdict | None = None,
+    found: bool = False,
 ) -> Decision:
-    """Answer / clarify / no match from p, on `results` sorted by score."""
+    """Answer / clarify / no match from p, on `results` sorted by score (`found`: `words_found`)."""
     ranked = ranked_by_score(results)
     pages = distinct_documents(ranked, limit=3)
     conf = round(p, 4)
@@ -344,7 +387,7 @@ def decide_calibrated(
     related = second is not None and same_need(top, second)
     action = choose(
         p, score_ratio=ratio, has_second=second is not None, second_same_need=related,
-        point=point, keyword=keyword, top_doc=top.doc_slug,
+        point=point, keyword=keyword, top_doc=top.doc_slug, found=found,
     )
     ranked[0] = _with_line(ranked[0], why)
     if action == "no_match":
