@@ -82,6 +82,8 @@ matched; "what is home": the question names a page by its title)."""
 
 SEED_LEVEL_REASON = "small_gap"
 """The seed rules' "two pages level in seed points" (raw gap < MIN_GAP)."""
+SEED_LEVEL_REASONS = frozenset({SEED_LEVEL_REASON, "low_confidence"})
+"""The seed rules' "ask between the two best pages" (small gap or low confidence)."""
 SEED_ANSWER_REASON = "confident"
 
 
@@ -352,13 +354,27 @@ def choose(
     return "weak"
 
 
+def multi_intent_pages(
+    model: PhaseModel, point: DecisionPoint, pages: Sequence[str], parts: Sequence[DecisionSignals]
+) -> tuple[str, ...] | None:
+    """A multi-intent answer's pages, the sure ones first, when it stands; else None (the
+    whole query is decided as one).  It stands when each page is
+    - sure: the top page of a part searched alone, with p ≥ answer_p for that part, or
+    - one of the two best pages of a part the seed rules find level between them ("open notes":
+      Navigator or Note Actions, `SEED_LEVEL_REASONS`): the topic is clear, the page is not,
+      and the reply asks which one to go deeper on anyway,
+    and at least one page is sure (it leads the answer)."""
+    sure = {part.ranking[0] for part in parts if part.ranking and probability(model, part.features) >= point.answer_p}
+    level = {page for part in parts if part.keyword_reason in SEED_LEVEL_REASONS for page in part.ranking[:2]}
+    if not pages or not sure.intersection(pages) or not all(page in sure or page in level for page in pages):
+        return None
+    return tuple(sorted(pages, key=lambda page: page not in sure))
+
+
 def multi_intent_credible(
     model: PhaseModel, point: DecisionPoint, pages: Sequence[str], parts: Sequence[DecisionSignals]
 ) -> bool:
-    """A multi-intent answer stands when each of its pages is the top page of a part searched
-    alone, with p ≥ answer_p for that part (else the whole query is decided as one)."""
-    sure = {part.ranking[0] for part in parts if part.ranking and probability(model, part.features) >= point.answer_p}
-    return bool(pages) and all(page in sure for page in pages)
+    return multi_intent_pages(model, point, pages, parts) is not None
 
 
 def _with_line(e: Evidence, line: str) -> Evidence:
