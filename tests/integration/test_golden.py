@@ -89,17 +89,10 @@ async def other_policy(service_client: Any) -> AsyncIterator[str]:
 # {phase: reason}; None = the case passes there although the golden file marks it a known failure.
 # Each entry is a strict xfail (or a plain pass), so a fix or a regression shows up.
 OTHER_POLICY_DIVERGENCES: dict[str, dict[int, str | None]] = {
-    "home-is-ambiguous": dict.fromkeys(
-        (1, 2, 3), "asks about (or answers) Home alone: on dev, asking between two level pages lost more "
-        "right decisions than it won (phases 1-2: ambiguity_ratio 1.01), and at phase 3 p >= answer_p"),
-    "homepage-synonym": {3: "answers Home (p >= answer_p) where the case asks Home or Dashboard"},
-    "typo-wrkspace": {2: "p below answer_p: asks 'Are you asking about Workspace?'"},
-    "how-do-i-find-my-notes": {3: "p below answer_p: asks 'Are you asking about Notes?'"},
-    "which-notes-link-here": {3: "p below answer_p: asks instead of answering"},
-    "title-keyword-guard-body-only-words": {1: "p below no_match_p: no match instead of the guard's question"},
-    "open-notes-plus-quick-links": dict.fromkeys(
-        (1, 2, 3), "the part 'open notes' is not sure of one page (Notes or Note Actions), so the "
-        "whole query is decided as one"),
+    "how-do-i-find-my-notes": {3: "Workspace and Notes score within ambiguity_ratio (0.8) at phase 3 and p is "
+                                  "below answer_p: asks instead of answering"},
+    "which-notes-link-here": {3: "Links Overview and Notes score within ambiguity_ratio (0.8) at phase 3: asks "
+                                 "'Do you mean Links Overview or Notes?' instead of answering"},
     "category-filter-actions-keyword-phases": {1: None, 2: None},
 }
 
