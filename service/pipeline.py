@@ -25,12 +25,12 @@ from service.decide.calibrated_policy import (
     top_page,
 )
 from service.decide.calibration import (
+    CERTAIN_REASONS,
     CalibrationModel,
     decision_signals,
     multi_intent_credible,
     multi_intent_pages,
     pages_fingerprint,
-    seed_is_certain,
 )
 from service.decide.hybrid_policy import decide_hybrid
 from service.decide.policy import MULTI_INTENT_DEPTH, decide, decide_multi_intent
@@ -181,7 +181,7 @@ def keyword_decision_for(
             multi = sure_first(calibration, ctx.flags, phase, multi, signals)
         if multi is not None:
             return multi, stats, signals, explained
-    if calibrated and calibration is not None and not seed_is_certain(seed.reason, signals.named_pages):
+    if calibrated and calibration is not None and seed.reason not in CERTAIN_REASONS:
         decision = calibrated_decision(calibration, ctx.flags.decision, phase, ctx.query, results, signals.features)
         return decision, stats, signals, explained
     return seed, stats, signals, explained
@@ -356,9 +356,6 @@ class Pipeline:
             self.hybrid_signals(ctx.query, candidates, flags), parts=keyword_signals.parts,
             keyword_reason=keyword_signals.keyword_reason,
         )
-        if signals.features["keyword_agrees"]:
-            # Pages the query names count when phase 3 ranks the keyword leg's top page first.
-            signals = msgspec.structs.replace(signals, named_pages=keyword_signals.named_pages)
         model = self.active_calibration() if flags.decision.policy == "calibrated" else None
         decision: Decision
         if (
@@ -370,7 +367,7 @@ class Pipeline:
             decision = multi_intent_on(candidates.fused, seed_keyword)
         elif model is not None and signals.keyword_reason == "out_of_domain":
             decision = NoMatch(message=clarify.NO_MATCH, reason="out_of_domain")
-        elif model is not None and not seed_is_certain(signals.keyword_reason, signals.named_pages):
+        elif model is not None and signals.keyword_reason not in CERTAIN_REASONS:
             decision = calibrated_decision(
                 model, flags.decision, 3, ctx.query, candidates.fused, signals.features,
                 keyword=self.keyword_ranking(ctx.query, candidates, flags),

@@ -18,8 +18,7 @@ shows (sorted by score, best first, one entry per page for the options):
 
 Phase 3 also sees phase 2's p on its keyword leg (`KeywordVerdict`): it never says no match
 where phase 2 has a plausible answer, and never asks where phase 2 would have answered with
-the same top page.  Where the query's words settle it (`seed_is_certain`: out of domain, a
-page named by its title, two pages named level), the seed rules' decision stands.
+the same top page.
 """
 
 from __future__ import annotations
@@ -80,28 +79,8 @@ CERTAIN_REASONS = frozenset({"out_of_domain", "explain_subject_is_title"})
 words decide ("send an email": a topic word the corpus never uses while only body text
 matched; "what is home": the question names a page by its title)."""
 
-SEED_LEVEL_REASON = "small_gap"
-"""The seed rules' "two pages level in seed points" (raw gap < MIN_GAP)."""
-SEED_LEVEL_REASONS = frozenset({SEED_LEVEL_REASON, "low_confidence"})
-"""The seed rules' "ask between the two best pages" (small gap or low confidence)."""
-SEED_ANSWER_REASON = "confident"
-
-
-def seed_is_certain(reason: str, named: int) -> bool:
-    """Where the calibrated policy keeps the seed rules' decision (`reason`, on the keyword
-    ranking) because the query's words settle it, whatever p says:
-    - `CERTAIN_REASONS`;
-    - the two best pages are level in seed points and the query names both exactly ("home":
-      the title of Home and a heading of Dashboard): a real ambiguity, which a p about the top
-      page alone cannot see;
-    - the seed rules answer and the query names the top page alone ("wrkspace" → Workspace):
-      the words say which page is meant, as "what is home" does.
-    `named` is `DecisionSignals.named_pages`."""
-    if reason in CERTAIN_REASONS:
-        return True
-    if reason == SEED_LEVEL_REASON:
-        return named >= 2
-    return reason == SEED_ANSWER_REASON and named == 1
+SEED_LEVEL_REASONS = frozenset({"small_gap", "low_confidence"})
+"""The seed rules' "ask between the two best pages" (small gap in seed points, or low confidence)."""
 
 Action = Literal["no_match", "ambiguous", "answer", "weak"]
 
@@ -181,18 +160,7 @@ def decision_signals(
         features=features_of(query, results, semantic, keyword_top),
         ranking=tuple(e.doc_slug for e in pages),
         second_same_need=len(pages) > 1 and same_need(pages[0], pages[1]),
-        named_pages=named_pages(pages),
     )
-
-
-def named_pages(pages: Sequence[Evidence]) -> int:
-    """How many of the two best pages, from the top, the query names (exact title or heading)."""
-    count = 0
-    for page in pages[:2]:
-        if not page.exact_title_phrase:
-            break
-        count += 1
-    return count
 
 
 # -- the fitted model -----------------------------------------------------------

@@ -24,9 +24,5 @@ class DecisionSignals(Base, frozen=True):
     """The two best pages' sections carry the same heading (one need, two pages)."""
     keyword_reason: str = ""
     """The seed rules' reason on the keyword ranking (phase 3: on its keyword leg)."""
-    named_pages: int = 0
-    """How many of the keyword ranking's two best pages, from the top, the query names exactly
-    (is a title or heading of: "home" names Home and Dashboard); phase 3: its keyword leg's,
-    0 when the fused ranking puts another page first."""
     parts: tuple[DecisionSignals, ...] = ()
     """A multi-intent query's parts, each searched alone (phases 1-2 and phase 3's keyword leg)."""

@@ -43,8 +43,6 @@ class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
     features: dict[str, float]
     second_same_need: bool = False
     keyword_reason: str = ""
-    named_pages: int = 0
-    """`DecisionSignals.named_pages`."""
     parts: tuple[DecisionSignals, ...] = ()
     """A multi-intent query's parts' signals (`DecisionSignals.parts`)."""
     answered_phase: int = 0

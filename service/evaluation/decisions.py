@@ -42,7 +42,6 @@ from service.decide.calibration import (
     multi_intent_pages,
     pages_fingerprint,
     probability,
-    seed_is_certain,
     words_found,
 )
 from service.evaluation.command import database_name, load_cached_embedder, prepare_database, say
@@ -83,7 +82,6 @@ async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int,
         second_same_need=signals.second_same_need if signals is not None else False,
         parts=signals.parts if signals is not None else (),
         keyword_reason=signals.keyword_reason if signals is not None else "",
-        named_pages=signals.named_pages if signals is not None else 0,
         answered_phase=outcome.phase,
     )
 
@@ -207,8 +205,6 @@ def replayed_status(
         return "no_match", (), ()
     if run.keyword_reason == "explain_subject_is_title" and run.reason != "multi_intent":
         return "answer", run.shown, ()  # the seed rules' answer: the named page first
-    if run.reason != "multi_intent" and seed_is_certain(run.keyword_reason, run.named_pages):
-        return run.status, run.shown, run.options  # the seed rules' decision (this run's)
     f = run.features
     if not run.ranked or f["top_score"] <= 0 or f["tokens"] == 0:
         return "no_match", (), ()

@@ -1,10 +1,9 @@
-"""Where the calibrated policy keeps the seed rules (the words settle it), asks instead of saying
-no match, and keeps a two-page multi-intent answer (issue 18: golden cases under both policies)."""
+"""Where the calibrated policy asks instead of saying no match, and keeps a two-page
+multi-intent answer (issue 18: the seed plan's golden cases under both policies)."""
 
 from __future__ import annotations
 
 import msgspec
-import pytest
 
 from service.decide.calibration import (
     FEATURES,
@@ -13,8 +12,6 @@ from service.decide.calibration import (
     decide_calibrated,
     decision_signals,
     multi_intent_pages,
-    named_pages,
-    seed_is_certain,
     words_found,
 )
 from service.domain.signals import DecisionSignals
@@ -24,40 +21,12 @@ from service.flags import DecisionPoint
 T = DecisionPoint(answer_p=0.7, no_match_p=0.2, ambiguity_ratio=1.01)
 
 
-def ev(slug: str, score: float, *, named: bool = False, terms: tuple[str, ...] = ("home",)) -> Evidence:
+def ev(slug: str, score: float, *, terms: tuple[str, ...] = ("home",)) -> Evidence:
     return Evidence(
         doc_slug=slug, title=slug.split("/")[1].title(), category=slug.split("/")[0], snippet="s", score=score,
         content_hash="h", matched_terms=terms, source="keyword", header_path=None, chunk_index=0, raw_score=11.0,
-        title_or_keyword_hit=True, exact_title_phrase=named,
+        title_or_keyword_hit=True,
     )
-
-
-def test_named_pages_counts_the_named_pages_from_the_top() -> None:
-    home, dashboard, widgets = ev("concepts/home", 3.0, named=True), ev("concepts/dashboard", 2.9, named=True), \
-        ev("concepts/widgets", 2.8)
-    assert named_pages([home, dashboard, widgets]) == 2
-    assert named_pages([home, widgets, dashboard]) == 1
-    assert named_pages([widgets, home, dashboard]) == 0  # the top page is not named: nothing settles it
-    query = NormalizedQuery(raw="home", tokens=("home",), phrase="home")
-    assert decision_signals(query, [dashboard, home, widgets]).named_pages == 2
-
-
-@pytest.mark.parametrize(
-    ("reason", "named", "certain"),
-    [
-        ("out_of_domain", 0, True),
-        ("explain_subject_is_title", 0, True),
-        ("small_gap", 2, True),  # "home": Home's title and a Dashboard heading, level: ask between them
-        ("small_gap", 1, False),  # level but only one page named: p decides
-        ("low_confidence", 2, False),  # not level in seed points ("chat panel"): p decides
-        ("confident", 1, True),  # "wrkspace": the query is Workspace's title, the seed rules answer
-        ("confident", 0, False),
-        ("confident", 2, False),  # two pages carry the name: not one page named
-        ("no_title_or_keyword_hit", 1, False),
-    ],
-)
-def test_seed_is_certain_where_the_words_name_the_pages(reason: str, named: int, certain: bool) -> None:
-    assert seed_is_certain(reason, named) is certain
 
 
 def test_words_found_needs_every_word_known_and_on_the_top_page() -> None:
@@ -110,23 +79,52 @@ def test_a_multi_intent_answer_keeps_a_part_level_between_two_pages_behind_a_sur
     assert multi_intent_pages(MARKER, T, pages, both) == tuple(pages)
 
 
-def test_the_fit_replays_the_seed_certain_and_found_rules_as_the_service_applies_them() -> None:
+def test_the_fit_replays_the_found_rule_as_the_service_applies_it() -> None:
     from service.evaluation.decision_metrics import CaseRun
     from service.evaluation.decisions import replayed_status
 
     query = NormalizedQuery(raw="home", tokens=("home",), phrase="home")
-    ranking = [ev("concepts/home", 3.0, named=True), ev("concepts/dashboard", 2.97, named=True)]
+    ranking = [ev("concepts/home", 3.0), ev("concepts/dashboard", 2.97)]
     signals = decision_signals(query, ranking)
     run = CaseRun(
         case_id="c", phase=2, policy="seed_rules", status="clarify", reason="small_gap",
         shown=signals.ranking, ranked=signals.ranking, options=signals.ranking, features=signals.features,
-        keyword_reason="small_gap", named_pages=signals.named_pages,
+        keyword_reason="small_gap",
     )
-    # "home" is asked as Home or Dashboard whatever p says
-    assert replayed_status(run, 0.99, T, None) == ("clarify", signals.ranking, signals.ranking)
-    # one page named only: p decides; every word is on the top page, so a low p asks
-    alone = msgspec.structs.replace(run, named_pages=1)
-    status, _, options = replayed_status(alone, 0.05, T, None)
+    # every word is on the top page: a low p asks, in the fit's replay as in the service
+    status, _, options = replayed_status(run, 0.05, T, None)
     decision = decide_calibrated(ranking, query, 0.05, "p", T, found=words_found(signals.features))
     assert (status, options) == ("clarify", signals.ranking) and isinstance(decision, Clarify)
     assert tuple(o.doc_slug for o in decision.options) == options
+    missing = msgspec.structs.replace(run, features=signals.features | {"matched_share": 0.5})
+    assert replayed_status(missing, 0.05, T, None) == ("no_match", (), ())
+
+
+def test_the_pipeline_puts_the_sure_page_first_in_answer_and_options() -> None:
+    from service.decide.calibration import CalibrationModel
+    from service.domain.types import Answer, Option
+    from service.flags import Flags
+    from service.pipeline import sure_first
+
+    calibration = CalibrationModel(
+        format=2, version="v", corpus="seed", corpus_fingerprint="f", pages_fingerprint="p", features=FEATURES,
+        phases={"1": MARKER, "2": MARKER, "3": MARKER}, answer_p=(0.7,) * 3, no_match_p=(0.2,) * 3,
+        ambiguity_ratio=(1.01,) * 3, library="x", query_set="q", fitted_at="t",
+    )
+    navigator, links = ev("widgets/navigator", 1.6), ev("widgets/quick-links", 7.2)
+    multi = Answer(
+        results=(navigator, links), confidence=1.0, message="Which one should I go deeper on?", reason="multi_intent",
+        options=tuple(Option(doc_slug=e.doc_slug, title=e.title, category=e.category) for e in (navigator, links)),
+    )
+    signals = DecisionSignals(features=dict.fromkeys(FEATURES, 0.0), ranking=(), parts=(
+        part(("widgets/navigator", "actions/notes"), sure=False, reason="small_gap"),
+        part(("widgets/quick-links",), sure=True),
+    ))
+    flags = Flags()
+    ordered = sure_first(calibration, flags, 2, multi, signals)
+    assert ordered is not None
+    assert [e.doc_slug for e in ordered.results] == ["widgets/quick-links", "widgets/navigator"]
+    assert [o.doc_slug for o in ordered.options] == ["widgets/quick-links", "widgets/navigator"]
+    assert ordered.message == multi.message
+    unsure = msgspec.structs.replace(signals, parts=(signals.parts[0], part(("widgets/quick-links",), sure=False)))
+    assert sure_first(calibration, flags, 2, multi, unsure) is None  # decided as one query instead
