@@ -29,6 +29,7 @@ from service.decide.calibration import (
     CalibrationModel,
     decision_signals,
     multi_intent_credible,
+    multi_intent_pages,
     pages_fingerprint,
 )
 from service.decide.hybrid_policy import decide_hybrid
@@ -164,6 +165,7 @@ def keyword_decision_for(
     }
     seed = decide(results, ctx.query, thresholds)
     signals = msgspec.structs.replace(decision_signals(ctx.query, results), keyword_reason=seed.reason)
+    calibrated = calibration is not None and ctx.flags.decision.policy == "calibrated"
     if ctx.query.is_multi_intent:
         # Multi-intent looks only at the head of each part's ranking.
         parts = [
@@ -171,13 +173,15 @@ def keyword_decision_for(
             for p in ctx.query.parts
         ]
         signals = msgspec.structs.replace(signals, parts=tuple(
-            decision_signals(part_query(ctx.query, tokens), ranking) for tokens, ranking in zip(ctx.query.parts, parts, strict=True)
+            part_signals(part_query(ctx.query, tokens), ranking, thresholds)
+            for tokens, ranking in zip(ctx.query.parts, parts, strict=True)
         ))
         multi = decide_multi_intent(parts, ctx.query, thresholds)
-        calibrated = calibration is not None and ctx.flags.decision.policy == "calibrated"
-        if multi is not None and (not calibrated or credible(calibration, ctx.flags, phase, multi, signals)):
+        if multi is not None and calibrated:
+            multi = sure_first(calibration, ctx.flags, phase, multi, signals)
+        if multi is not None:
             return multi, stats, signals, explained
-    if calibration is not None and ctx.flags.decision.policy == "calibrated" and seed.reason not in CERTAIN_REASONS:
+    if calibrated and calibration is not None and seed.reason not in CERTAIN_REASONS:
         decision = calibrated_decision(calibration, ctx.flags.decision, phase, ctx.query, results, signals.features)
         return decision, stats, signals, explained
     return seed, stats, signals, explained
@@ -188,14 +192,38 @@ def part_query(query: NormalizedQuery, tokens: tuple[str, ...]) -> NormalizedQue
     return msgspec.structs.replace(query, tokens=tokens, phrase=" ".join(tokens), parts=(), is_multi_intent=False)
 
 
+def part_signals(query: NormalizedQuery, ranking: list[Evidence], thresholds: Thresholds) -> DecisionSignals:
+    """A multi-intent part's signals, with the seed rules' reason on its ranking."""
+    return msgspec.structs.replace(decision_signals(query, ranking), keyword_reason=decide(ranking, query, thresholds).reason)
+
+
 def credible(
     model: CalibrationModel | None, flags: Flags, phase: int, multi: Decision, signals: DecisionSignals
 ) -> bool:
-    """The calibrated check of a multi-intent answer (`calibration.multi_intent_credible`) at `phase`."""
+    """The calibrated check of a multi-intent answer (`calibration.multi_intent_pages`) at `phase`."""
     if model is None:
         return True
     pages = [e.doc_slug for e in multi.results]
     return multi_intent_credible(model.phases[str(phase)], flags.decision.at(phase), pages, signals.parts)
+
+
+def sure_first(
+    model: CalibrationModel | None, flags: Flags, phase: int, multi: Answer, signals: DecisionSignals
+) -> Answer | None:
+    """The multi-intent answer with the pages its parts are sure of first, or None when it does
+    not stand under the calibrated check (`calibration.multi_intent_pages`)."""
+    if model is None:
+        return multi
+    order = multi_intent_pages(
+        model.phases[str(phase)], flags.decision.at(phase), [e.doc_slug for e in multi.results], signals.parts,
+    )
+    if order is None:
+        return None
+    rank = {slug: i for i, slug in enumerate(order)}
+    return msgspec.structs.replace(
+        multi, results=tuple(sorted(multi.results, key=lambda e: rank[e.doc_slug])),
+        options=tuple(sorted(multi.options, key=lambda o: rank.get(o.doc_slug, len(rank)))),
+    )
 
 
 class Pipeline:

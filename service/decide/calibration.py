@@ -7,7 +7,8 @@ is evaluated by hand, which is a dot product and a sigmoid.
 The decision from p (`choose`, then `decide_calibrated`), on the one ranking the response
 shows (sorted by score, best first, one entry per page for the options):
 
-    p < no_match_p (and, at phase 3, phase 2 has nothing plausible)  → no match
+    p < no_match_p, unless the top page holds every query word (all
+      corpus words) or, at phase 3, phase 2 has a plausible answer   → no match
     the second page is nearly as good (score ≥ ambiguity_ratio × top)
       and answers another need, and phase 2 would not answer this top page
                                                                      → clarify between the two
@@ -77,6 +78,9 @@ CERTAIN_REASONS = frozenset({"out_of_domain", "explain_subject_is_title"})
 """Seed-plan rules the calibrated policy keeps as they are: no threshold is involved, the
 words decide ("send an email": a topic word the corpus never uses while only body text
 matched; "what is home": the question names a page by its title)."""
+
+SEED_LEVEL_REASONS = frozenset({"small_gap", "low_confidence"})
+"""The seed rules' "ask between the two best pages" (small gap in seed points, or low confidence)."""
 
 Action = Literal["no_match", "ambiguous", "answer", "weak"]
 
@@ -287,6 +291,11 @@ def same_need(a: Evidence, b: Evidence) -> bool:
     return bool(sa) and sa == sb
 
 
+def words_found(features: Mapping[str, float]) -> bool:
+    """Every content word of the query is a corpus word and the top page holds them all."""
+    return features["tokens"] > 0 and features["unknown_share"] == 0 and features["matched_share"] >= 1
+
+
 def choose(
     p: float,
     *,
@@ -296,11 +305,14 @@ def choose(
     point: DecisionPoint,
     keyword: KeywordVerdict | None = None,
     top_doc: str | None = None,
+    found: bool = False,
 ) -> Action:
-    """The rule table in the module docstring, on plain numbers (the fit replays it)."""
+    """The rule table in the module docstring, on plain numbers (the fit replays it).
+    `found` (`words_found`): the documentation uses every word of the query, on one page, so
+    a low p means "not sure which page", never "not covered": it asks instead of no match."""
     phase2_plausible = keyword is not None and keyword.plausible
     phase2_answers_same = keyword is not None and keyword.answers and keyword.top_doc == top_doc
-    if p < point.no_match_p and not phase2_plausible:
+    if p < point.no_match_p and not phase2_plausible and not found:
         return "no_match"
     close = has_second and score_ratio >= point.ambiguity_ratio
     if close and not second_same_need and not phase2_answers_same:
@@ -310,13 +322,27 @@ def choose(
     return "weak"
 
 
+def multi_intent_pages(
+    model: PhaseModel, point: DecisionPoint, pages: Sequence[str], parts: Sequence[DecisionSignals]
+) -> tuple[str, ...] | None:
+    """A multi-intent answer's pages, the sure ones first, when it stands; else None (the
+    whole query is decided as one).  It stands when each page is
+    - sure: the top page of a part searched alone, with p ≥ answer_p for that part, or
+    - one of the two best pages of a part the seed rules find level between them ("open notes":
+      Navigator or Note Actions, `SEED_LEVEL_REASONS`): the topic is clear, the page is not,
+      and the reply asks which one to go deeper on anyway,
+    and at least one page is sure (it leads the answer)."""
+    sure = {part.ranking[0] for part in parts if part.ranking and probability(model, part.features) >= point.answer_p}
+    level = {page for part in parts if part.keyword_reason in SEED_LEVEL_REASONS for page in part.ranking[:2]}
+    if not pages or not sure.intersection(pages) or not all(page in sure or page in level for page in pages):
+        return None
+    return tuple(sorted(pages, key=lambda page: page not in sure))
+
+
 def multi_intent_credible(
     model: PhaseModel, point: DecisionPoint, pages: Sequence[str], parts: Sequence[DecisionSignals]
 ) -> bool:
-    """A multi-intent answer stands when each of its pages is the top page of a part searched
-    alone, with p ≥ answer_p for that part (else the whole query is decided as one)."""
-    sure = {part.ranking[0] for part in parts if part.ranking and probability(model, part.features) >= point.answer_p}
-    return bool(pages) and all(page in sure for page in pages)
+    return multi_intent_pages(model, point, pages, parts) is not None
 
 
 def _with_line(e: Evidence, line: str) -> Evidence:
@@ -331,8 +357,9 @@ def decide_calibrated(
     point: DecisionPoint,
     *,
     keyword: KeywordVerdict | None = None,
+    found: bool = False,
 ) -> Decision:
-    """Answer / clarify / no match from p, on `results` sorted by score."""
+    """Answer / clarify / no match from p, on `results` sorted by score (`found`: `words_found`)."""
     ranked = ranked_by_score(results)
     pages = distinct_documents(ranked, limit=3)
     conf = round(p, 4)
@@ -344,7 +371,7 @@ def decide_calibrated(
     related = second is not None and same_need(top, second)
     action = choose(
         p, score_ratio=ratio, has_second=second is not None, second_same_need=related,
-        point=point, keyword=keyword, top_doc=top.doc_slug,
+        point=point, keyword=keyword, top_doc=top.doc_slug, found=found,
     )
     ranked[0] = _with_line(ranked[0], why)
     if action == "no_match":

@@ -39,9 +39,10 @@ from service.decide.calibration import (
     choose,
     corpus_fingerprint,
     load_model,
-    multi_intent_credible,
+    multi_intent_pages,
     pages_fingerprint,
     probability,
+    words_found,
 )
 from service.evaluation.command import database_name, load_cached_embedder, prepare_database, say
 from service.evaluation.decision_metrics import (
@@ -181,16 +182,25 @@ def run_service(
 
 
 # -- the calibrated rule replayed on recorded signals (the threshold grid) -------------
+def _in_order(pages: Sequence[str], order: Sequence[str]) -> tuple[str, ...]:
+    """`pages` with those in `order` first, in that order (the rest as they were)."""
+    rank = {slug: i for i, slug in enumerate(order)}
+    return tuple(sorted(pages, key=lambda slug: rank.get(slug, len(rank))))
+
+
 def calibrated_p(model: CalibrationModel, run: CaseRun) -> float:
     return probability(model.phases[str(run.phase)], run.features)
 
 
 def replayed_status(
-    run: CaseRun, p: float, point: DecisionPoint, keyword: KeywordVerdict | None, multi_credible: bool = True,
+    run: CaseRun, p: float, point: DecisionPoint, keyword: KeywordVerdict | None,
+    multi: Sequence[str] | None = (),
 ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """(status, shown pages, options) the calibrated policy gives this (seed-rules) run's signals."""
-    if run.reason == "multi_intent" and multi_credible:
-        return run.status, run.shown, run.options
+    """(status, shown pages, options) the calibrated policy gives this (seed-rules) run's signals.
+    `multi`: a multi-intent answer's pages in the calibrated order (`multi_intent_pages`; empty:
+    as shown), None when it does not stand."""
+    if run.reason == "multi_intent" and multi is not None:
+        return run.status, _in_order(run.shown, multi), _in_order(run.options, multi)
     if run.keyword_reason == "out_of_domain" and run.reason != "multi_intent":
         return "no_match", (), ()
     if run.keyword_reason == "explain_subject_is_title" and run.reason != "multi_intent":
@@ -200,7 +210,7 @@ def replayed_status(
         return "no_match", (), ()
     action = choose(
         p, score_ratio=f["score_ratio"], has_second=len(run.ranked) > 1, second_same_need=run.second_same_need,
-        point=point, keyword=keyword, top_doc=run.ranked[0],
+        point=point, keyword=keyword, top_doc=run.ranked[0], found=words_found(f),
     )
     if action == "no_match":
         return "no_match", (), ()
@@ -244,9 +254,11 @@ def fit(collected: Collected, cases: Sequence[LabelledQuery], query_set: str) ->
                 verdict = _verdict(by_key, p_of, r, chosen[2].point) if r.phase == 3 else None
                 # Multi-intent parts are keyword searches: phase 3 judges them with phase 2's model.
                 part_phase, part_point = (2, chosen[2].point) if r.phase == 3 else (r.phase, point)
-                multi_ok = r.reason != "multi_intent" or multi_intent_credible(
-                    draft.phases[str(part_phase)], part_point, r.shown, r.parts)
-                status, shown, options = replayed_status(r, p_of[(r.case_id, r.phase)], point, verdict, multi_ok)
+                multi = multi_intent_pages(draft.phases[str(part_phase)], part_point, r.shown, r.parts) \
+                    if r.reason == "multi_intent" else ()
+                if r.phase == 3 and multi:
+                    multi = ()  # phase 3 keeps the fused order (`multi_intent_on`)
+                status, shown, options = replayed_status(r, p_of[(r.case_id, r.phase)], point, verdict, multi)
                 right += _right_decision(case, status, shown, options)
                 if status == "answer":
                     answers += 1
