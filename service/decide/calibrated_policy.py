@@ -24,6 +24,7 @@ from service.decide.calibration import (
     load_model,
     probability,
     ranked_by_score,
+    words_found,
 )
 from service.decide.policy import distinct_documents
 from service.domain.types import Answer, Decision, Evidence, NormalizedQuery
@@ -70,7 +71,10 @@ def calibrated_decision(
     phase_model = model.phases[str(phase)]
     p = probability(phase_model, signals)
     verdict = keyword_verdict(model, flags, query, keyword) if keyword is not None and phase == 3 else None
-    return decide_calibrated(ranking, query, p, explain(phase_model, signals, p), flags.at(phase), keyword=verdict)
+    return decide_calibrated(
+        ranking, query, p, explain(phase_model, signals, p), flags.at(phase), keyword=verdict,
+        found=words_found(signals),
+    )
 
 
 def multi_intent_on(ranking: Sequence[Evidence], multi: Answer) -> Answer:

@@ -7,7 +7,8 @@ is evaluated by hand, which is a dot product and a sigmoid.
 The decision from p (`choose`, then `decide_calibrated`), on the one ranking the response
 shows (sorted by score, best first, one entry per page for the options):
 
-    p < no_match_p (and, at phase 3, phase 2 has nothing plausible)  → no match
+    p < no_match_p, unless the top page holds every query word (all
+      corpus words) or, at phase 3, phase 2 has a plausible answer   → no match
     the second page is nearly as good (score ≥ ambiguity_ratio × top)
       and answers another need, and phase 2 would not answer this top page
                                                                      → clarify between the two
@@ -290,6 +291,11 @@ def same_need(a: Evidence, b: Evidence) -> bool:
     return bool(sa) and sa == sb
 
 
+def words_found(features: Mapping[str, float]) -> bool:
+    """Every content word of the query is a corpus word and the top page holds them all."""
+    return features["tokens"] > 0 and features["unknown_share"] == 0 and features["matched_share"] >= 1
+
+
 def choose(
     p: float,
     *,
@@ -299,11 +305,14 @@ def choose(
     point: DecisionPoint,
     keyword: KeywordVerdict | None = None,
     top_doc: str | None = None,
+    found: bool = False,
 ) -> Action:
-    """The rule table in the module docstring, on plain numbers (the fit replays it)."""
+    """The rule table in the module docstring, on plain numbers (the fit replays it).
+    `found` (`words_found`): the documentation uses every word of the query, on one page, so
+    a low p means "not sure which page", never "not covered": it asks instead of no match."""
     phase2_plausible = keyword is not None and keyword.plausible
     phase2_answers_same = keyword is not None and keyword.answers and keyword.top_doc == top_doc
-    if p < point.no_match_p and not phase2_plausible:
+    if p < point.no_match_p and not phase2_plausible and not found:
         return "no_match"
     close = has_second and score_ratio >= point.ambiguity_ratio
     if close and not second_same_need and not phase2_answers_same:
@@ -348,8 +357,9 @@ def decide_calibrated(
     point: DecisionPoint,
     *,
     keyword: KeywordVerdict | None = None,
+    found: bool = False,
 ) -> Decision:
-    """Answer / clarify / no match from p, on `results` sorted by score."""
+    """Answer / clarify / no match from p, on `results` sorted by score (`found`: `words_found`)."""
     ranked = ranked_by_score(results)
     pages = distinct_documents(ranked, limit=3)
     conf = round(p, 4)
@@ -361,7 +371,7 @@ def decide_calibrated(
     related = second is not None and same_need(top, second)
     action = choose(
         p, score_ratio=ratio, has_second=second is not None, second_same_need=related,
-        point=point, keyword=keyword, top_doc=top.doc_slug,
+        point=point, keyword=keyword, top_doc=top.doc_slug, found=found,
     )
     ranked[0] = _with_line(ranked[0], why)
     if action == "no_match":

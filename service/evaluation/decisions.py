@@ -42,6 +42,7 @@ from service.decide.calibration import (
     multi_intent_pages,
     pages_fingerprint,
     probability,
+    words_found,
 )
 from service.evaluation.command import database_name, load_cached_embedder, prepare_database, say
 from service.evaluation.decision_metrics import (
@@ -209,7 +210,7 @@ def replayed_status(
         return "no_match", (), ()
     action = choose(
         p, score_ratio=f["score_ratio"], has_second=len(run.ranked) > 1, second_same_need=run.second_same_need,
-        point=point, keyword=keyword, top_doc=run.ranked[0],
+        point=point, keyword=keyword, top_doc=run.ranked[0], found=words_found(f),
     )
     if action == "no_match":
         return "no_match", (), ()

@@ -99,9 +99,6 @@ OTHER_POLICY_DIVERGENCES: dict[str, dict[int, str | None]] = {
                                   "below answer_p: asks instead of answering"},
     "which-notes-link-here": {3: "Links Overview and Notes score within the phase-3 ambiguity ratio (0.8): asks "
                                  "'Do you mean Links Overview or Notes?' instead of answering"},
-    "title-keyword-guard-body-only-words": {1: "p below no_match_p: no match instead of the guard's question "
-                                               "(asking whenever the top page holds every query word fixed this "
-                                               "case but asked about chit-chat on logseq-docs)"},
     "category-filter-actions-keyword-phases": {1: None, 2: None},
 }
 

@@ -1,5 +1,5 @@
-"""Where the calibrated policy keeps a two-page multi-intent answer, and that the fit
-replays its decision as the service makes it (issue 18: the seed plan's golden cases under both policies)."""
+"""Where the calibrated policy asks instead of saying no match, and keeps a two-page
+multi-intent answer (issue 18: the seed plan's golden cases under both policies)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import msgspec
 from service.decide.calibration import (
     FEATURES,
     PhaseModel,
+    choose,
     decide_calibrated,
     decision_signals,
     multi_intent_pages,
+    words_found,
 )
 from service.domain.signals import DecisionSignals
 from service.domain.types import Clarify, Evidence, NoMatch, NormalizedQuery
@@ -25,6 +27,25 @@ def ev(slug: str, score: float, *, terms: tuple[str, ...] = ("home",)) -> Eviden
         content_hash="h", matched_terms=terms, source="keyword", header_path=None, chunk_index=0, raw_score=11.0,
         title_or_keyword_hit=True,
     )
+
+
+def test_words_found_needs_every_word_known_and_on_the_top_page() -> None:
+    base = dict.fromkeys(FEATURES, 0.0) | {"tokens": 2.0, "matched_share": 1.0}
+    assert words_found(base)
+    assert not words_found(base | {"matched_share": 0.5})  # one word is not on the top page
+    assert not words_found(base | {"unknown_share": 0.5})  # "send an email": the corpus never says "email"
+    assert not words_found(dict.fromkeys(FEATURES, 0.0))  # no words at all
+
+
+def test_a_low_p_asks_instead_of_no_match_when_the_top_page_holds_every_word() -> None:
+    assert choose(0.1, score_ratio=0.9, has_second=True, second_same_need=False, point=T) == "no_match"
+    assert choose(0.1, score_ratio=0.9, has_second=True, second_same_need=False, point=T, found=True) == "weak"
+    query = NormalizedQuery(raw="breadcrumb tooltip", tokens=("breadcrumb", "tooltip"), phrase="breadcrumb tooltip")
+    ranking = [ev("concepts/home", 1.8, terms=("breadcrumb", "tooltip")), ev("actions/navigation", 1.6)]
+    assert isinstance(decide_calibrated(ranking, query, 0.1, "p", T), NoMatch)
+    asked = decide_calibrated(ranking, query, 0.1, "p", T, found=True)
+    assert isinstance(asked, Clarify) and asked.reason == "calibrated_weak"
+    assert [o.doc_slug for o in asked.options] == ["concepts/home", "actions/navigation"]
 
 
 # p = σ(-2 + 4·top_score): 0.88 for a part whose features say sure (top_score 1), 0.12 otherwise
@@ -58,7 +79,7 @@ def test_a_multi_intent_answer_keeps_a_part_level_between_two_pages_behind_a_sur
     assert multi_intent_pages(MARKER, T, pages, both) == tuple(pages)
 
 
-def test_the_fit_replays_the_decision_as_the_service_applies_it() -> None:
+def test_the_fit_replays_the_found_rule_as_the_service_applies_it() -> None:
     from service.evaluation.decision_metrics import CaseRun
     from service.evaluation.decisions import replayed_status
 
@@ -70,15 +91,13 @@ def test_the_fit_replays_the_decision_as_the_service_applies_it() -> None:
         shown=signals.ranking, ranked=signals.ranking, options=signals.ranking, features=signals.features,
         keyword_reason="small_gap",
     )
-    # a low p is no match, in the fit's replay as in the service
-    assert replayed_status(run, 0.05, T, None) == ("no_match", (), ())
-    assert isinstance(decide_calibrated(ranking, query, 0.05, "p", T), NoMatch)
-    # a middling p with two level pages asks between them, in both
-    level = DecisionPoint(answer_p=0.7, no_match_p=0.2, ambiguity_ratio=0.9)
-    status, _, options = replayed_status(run, 0.5, level, None)
-    decision = decide_calibrated(ranking, query, 0.5, "p", level)
-    assert (status, options) == ("clarify", signals.ranking[:2]) and isinstance(decision, Clarify)
+    # every word is on the top page: a low p asks, in the fit's replay as in the service
+    status, _, options = replayed_status(run, 0.05, T, None)
+    decision = decide_calibrated(ranking, query, 0.05, "p", T, found=words_found(signals.features))
+    assert (status, options) == ("clarify", signals.ranking) and isinstance(decision, Clarify)
     assert tuple(o.doc_slug for o in decision.options) == options
+    missing = msgspec.structs.replace(run, features=signals.features | {"matched_share": 0.5})
+    assert replayed_status(missing, 0.05, T, None) == ("no_match", (), ())
 
 
 def test_the_pipeline_puts_the_sure_page_first_in_answer_and_options() -> None:
