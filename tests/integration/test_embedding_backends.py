@@ -64,14 +64,17 @@ def test_the_onnx_session_uses_the_sized_thread_count() -> None:
     assert one._session.get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]
 
 
-async def test_a_mixed_batch_equals_one_by_one(onnx_model: WindowedEmbedder) -> None:
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+async def test_a_mixed_batch_equals_one_by_one(backend: str) -> None:
+    """int8 too: its activation scales would depend on the batch, so it runs texts one by one."""
+    model = load_embedder(backend, None, CACHE)
     flags = EmbeddingFlags(batch_wait_ms=200, batch_max=8)
-    batcher = QueryBatcher(onnx_model, lambda: flags)
+    batcher = QueryBatcher(model, lambda: flags)
     texts = ["explain workspace", "how do I find my notes?", "x", "quick links " * 40, "billing"]
     together = await asyncio.gather(*(batcher.embed(t) for t in texts))
     assert batcher.stats.batches == 1 and batcher.stats.largest == len(texts)
     for text, vector in zip(texts, together, strict=True):
-        assert np.abs(vector - onnx_model.embed_query(text)).max() < 1e-5, text
+        assert np.abs(vector - model.embed_query(text)).max() < 1e-5, text
 
 
 async def test_backend_switch_re_embeds_only_when_the_vectors_change(
