@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,23 +30,17 @@ from typing import Any
 
 import numpy as np
 
+from service.bench.golden_queries import golden_queries
+from service.db.embedded import free_port
 from service.db.server import run_with_database
 from service.evaluation.command import say
 from service.flags import Flags, load_flags
 from service.settings import PROJECT_ROOT, Settings
 from service.stats import summary
 
-GOLDEN_FILE = "navigation.yaml"
 """Under GOLDEN_DIR (settings.golden_dir)."""
 
 
-
-
-def golden_queries() -> list[str]:
-    from service.golden import load_golden
-    from service.settings import load_settings
-
-    return [c.query for c in load_golden(load_settings().golden_dir / GOLDEN_FILE)]
 
 
 async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: Any, cache_size: int) -> Any:
@@ -140,12 +133,6 @@ async def conversation_latency(pipeline: Any, flags: Flags, queries: list[str], 
         out[name] = summary(times)
     out["ratio_p95"] = round(out["with 10 history turns"]["p95"] / out["without history"]["p95"], 2)
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:

@@ -181,7 +181,7 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
 async def serving(overrides: dict[str, Any], label: str, work: Path) -> AsyncIterator[tuple[str, int]]:
     """`python -m service serve` with `overrides` on a free port: (URL, pid).
     One database for every run and variant, so after the first start they are warm."""
-    from service.bench.command import free_port
+    from service.db.embedded import free_port
     from service.embedding.backends import onnx_cache_dir
     from service.readiness import wait_url_ready
     from service.settings import load_settings
@@ -337,7 +337,7 @@ def run_http(variants: list[str], levels: list[int], seconds: float, out_dir: Pa
     import json
     import logging
 
-    from service.bench.command import golden_queries
+    from service.bench.golden_queries import golden_queries
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per readiness poll otherwise
     parsed = [parse_variant(v) for v in variants] or [("default", {})]

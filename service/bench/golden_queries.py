@@ -1,0 +1,13 @@
+"""The golden queries every bench run repeats (the query-cache-on rows and the in-process
+latency), read from the golden file the acceptance suite replays."""
+
+from __future__ import annotations
+
+GOLDEN_FILE = "navigation.yaml"
+
+
+def golden_queries() -> list[str]:
+    from service.golden import load_golden
+    from service.settings import load_settings
+
+    return [c.query for c in load_golden(load_settings().golden_dir / GOLDEN_FILE)]
