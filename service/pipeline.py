@@ -28,8 +28,8 @@ from service.decide.calibration import (
     CERTAIN_REASONS,
     CalibrationModel,
     decision_signals,
-    multi_intent_credible,
     multi_intent_pages,
+    order_of,
     pages_fingerprint,
 )
 from service.decide.hybrid_policy import decide_hybrid
@@ -197,16 +197,6 @@ def part_signals(query: NormalizedQuery, ranking: list[Evidence], thresholds: Th
     return msgspec.structs.replace(decision_signals(query, ranking), keyword_reason=decide(ranking, query, thresholds).reason)
 
 
-def credible(
-    model: CalibrationModel | None, flags: Flags, phase: int, multi: Decision, signals: DecisionSignals
-) -> bool:
-    """The calibrated check of a multi-intent answer (`calibration.multi_intent_pages`) at `phase`."""
-    if model is None:
-        return True
-    pages = [e.doc_slug for e in multi.results]
-    return multi_intent_credible(model.phases[str(phase)], flags.decision.at(phase), pages, signals.parts)
-
-
 def sure_first(
     model: CalibrationModel | None, flags: Flags, phase: int, multi: Answer, signals: DecisionSignals
 ) -> Answer | None:
@@ -219,10 +209,10 @@ def sure_first(
     )
     if order is None:
         return None
-    rank = {slug: i for i, slug in enumerate(order)}
+    place = order_of(order)
     return msgspec.structs.replace(
-        multi, results=tuple(sorted(multi.results, key=lambda e: rank[e.doc_slug])),
-        options=tuple(sorted(multi.options, key=lambda o: rank.get(o.doc_slug, len(rank)))),
+        multi, results=tuple(sorted(multi.results, key=lambda e: place(e.doc_slug))),
+        options=tuple(sorted(multi.options, key=lambda o: place(o.doc_slug))),
     )
 
 
@@ -361,7 +351,7 @@ class Pipeline:
         decision: Decision
         if (
             isinstance(seed_keyword, Answer) and seed_keyword.reason == "multi_intent"
-            and credible(model, flags, 2, seed_keyword, keyword_signals)
+            and sure_first(model, flags, 2, seed_keyword, keyword_signals) is not None
         ):
             # Multi-intent stays (its parts are keyword searches: phase 2's model judges them),
             # with phase 3's scores: one scale for every phase-3 result.

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -337,6 +337,13 @@ def multi_intent_pages(
     if not pages or not sure.intersection(pages) or not all(page in sure or page in level for page in pages):
         return None
     return tuple(sorted(pages, key=lambda page: page not in sure))
+
+
+def order_of(pages: Sequence[str]) -> Callable[[str], int]:
+    """Sort key putting slugs in the order of `pages`, any other slug after them (a stable
+    sort keeps those as they were): how a multi-intent answer's sure pages come first."""
+    rank = {slug: i for i, slug in enumerate(pages)}
+    return lambda slug: rank.get(slug, len(rank))
 
 
 def multi_intent_credible(

@@ -40,6 +40,7 @@ from service.decide.calibration import (
     corpus_fingerprint,
     load_model,
     multi_intent_pages,
+    order_of,
     pages_fingerprint,
     probability,
     words_found,
@@ -182,12 +183,6 @@ def run_service(
 
 
 # -- the calibrated rule replayed on recorded signals (the threshold grid) -------------
-def _in_order(pages: Sequence[str], order: Sequence[str]) -> tuple[str, ...]:
-    """`pages` with those in `order` first, in that order (the rest as they were)."""
-    rank = {slug: i for i, slug in enumerate(order)}
-    return tuple(sorted(pages, key=lambda slug: rank.get(slug, len(rank))))
-
-
 def calibrated_p(model: CalibrationModel, run: CaseRun) -> float:
     return probability(model.phases[str(run.phase)], run.features)
 
@@ -200,7 +195,8 @@ def replayed_status(
     `multi`: a multi-intent answer's pages in the calibrated order (`multi_intent_pages`; empty:
     as shown), None when it does not stand."""
     if run.reason == "multi_intent" and multi is not None:
-        return run.status, _in_order(run.shown, multi), _in_order(run.options, multi)
+        place = order_of(multi)
+        return run.status, tuple(sorted(run.shown, key=place)), tuple(sorted(run.options, key=place))
     if run.keyword_reason == "out_of_domain" and run.reason != "multi_intent":
         return "no_match", (), ()
     if run.keyword_reason == "explain_subject_is_title" and run.reason != "multi_intent":
