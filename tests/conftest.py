@@ -204,6 +204,13 @@ async def service_client(pg_server: PgServer) -> AsyncIterator[Any]:
 
 
 LOGSEQ_DOCS = Path(__file__).parent / "corpora" / "logseq-docs"
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+
+def golden_files(logseq: bool) -> list[Path]:
+    """The golden files written for Logseq's documentation (`logseq*.yaml`, replayed against
+    `logseq_client`), or every other one (the seed corpus, `service_client`)."""
+    return [p for p in sorted(GOLDEN_DIR.glob("*.yaml")) if p.stem.startswith("logseq") == logseq]
 # Seeding and embedding ~1,000 chunks: minutes on a loaded 2-core machine.
 LOGSEQ_READY_TIMEOUT_S = 1200.0
 

@@ -12,20 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from service.golden import GoldenCase, check, load_golden, phases_of, request_of
 from service.replay import replay_cases
+from tests.conftest import golden_files
 
-GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 _KNOWN_FAILURE = re.compile(r"known failure @([\d,\s]+):\s*(.*)", re.DOTALL)
-
-
-def _is_logseq(path: Path) -> bool:
-    return path.stem.startswith("logseq")
 
 
 def _marks(case: GoldenCase, phase: int) -> list[pytest.MarkDecorator]:
@@ -41,7 +36,7 @@ def _marks(case: GoldenCase, phase: int) -> list[pytest.MarkDecorator]:
 def _cases(logseq: bool) -> list[Any]:
     return [
         pytest.param(case, phase, id=f"{case.id}@phase{phase}", marks=_marks(case, phase))
-        for path in sorted(GOLDEN_DIR.glob("*.yaml")) if _is_logseq(path) == logseq
+        for path in golden_files(logseq)
         for case in load_golden(path)
         for phase in phases_of(case)
     ]

@@ -8,27 +8,20 @@ against the seed corpus (`service_client`). A dialogue marked `known_failure` is
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from service.golden import Dialogue, load_dialogues
 from service.replay import replay_dialogue
-from tests.conftest import ADMIN_TOKEN_FOR_TESTS
-
-GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
-
-
-def _is_logseq(path: Path) -> bool:
-    return path.stem.startswith("logseq")
+from tests.conftest import ADMIN_TOKEN_FOR_TESTS, GOLDEN_DIR, golden_files
 
 
 def _dialogues(logseq: bool) -> list[Any]:
     return [
         pytest.param(d, id=d.id, marks=[pytest.mark.xfail(strict=True, reason=d.known_failure)]
                      if d.known_failure else [])
-        for path in sorted(GOLDEN_DIR.glob("*.yaml")) if _is_logseq(path) == logseq
+        for path in golden_files(logseq)
         for d in load_dialogues(path)
     ]
 
