@@ -143,7 +143,8 @@ async def test_a_batch_being_written_is_still_pending_and_flush_waits_for_its_co
     `flush` returns only once it is committed (the soak saw 404s for such feedback)."""
     from service.feedback.records import QueryRecord
 
-    flags = apply_overrides(Flags(), {"timeouts.db_ms": 5000})
+    # The writer must still be waiting when we look, however slow the machine: a long timeout.
+    flags = apply_overrides(Flags(), {"timeouts.db_ms": 60_000})
     writer = QueryLogWriter(lambda: migrated_pool, lambda: flags)
     writer.submit(QueryRecord(
         request_id="in-flight-1", at=datetime.now(UTC).timestamp(), endpoint="retrieve", query="q",
@@ -155,9 +156,12 @@ async def test_a_batch_being_written_is_still_pending_and_flush_waits_for_its_co
         writing = asyncio.create_task(writer.write_batch())
 
         async def insert_waits_on_the_lock() -> bool:
+            # pg_stat_activity is read once per transaction and then cached: without clearing
+            # that snapshot, a first look taken before the writer queued would be repeated forever.
+            await blocker.execute("select pg_stat_clear_snapshot()")
             return bool(await blocker.fetchval(
                 "select count(*) from pg_stat_activity where wait_event_type = 'Lock'"
-                " and backend_type = 'client backend'"))  # the writer, behind our lock
+                " and backend_type = 'client backend' and datname = current_database()"))
 
         await eventually(insert_waits_on_the_lock, timeout=30)
         assert not writer.queue and writer.pending("in-flight-1")
