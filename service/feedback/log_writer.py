@@ -86,12 +86,18 @@ class QueryLogWriter:
         settings = self.flags().query_log
         if not settings.enabled:
             return
-        if len(self.queue) >= settings.queue_size:
+        if self.held >= settings.queue_size:
             self._drop("queue_full", 1)
             return
         self.queue.append(record)
         if len(self.queue) >= settings.batch_size:
             self._wake.set()
+
+    @property
+    def held(self) -> int:
+        """Records in memory: queued, plus the batch being written (it returns to the queue
+        if the write fails, so it counts against `queue_size` too)."""
+        return len(self.queue) + len(self._writing)
 
     def pending(self, request_id: str) -> bool:
         """Queued, or in the batch being written right now (popped, not yet committed)."""

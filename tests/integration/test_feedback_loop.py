@@ -193,8 +193,10 @@ async def test_database_stopping_mid_traffic_never_fails_a_request_and_drops_are
                        for i in range(25)]
             assert [a.status_code for a in answers] == [200] * 25
             assert all(a.json()["status"] in ("answer", "clarify", "no_match") for a in answers)
-            # The queue holds 5; the other 20 were dropped, and /metrics says so.
-            assert len(writer.queue) == 5 and writer.dropped["queue_full"] == 20
+            # The writer holds 5 (queued, or the batch it is retrying); the other 20 were
+            # dropped, and /metrics says so.
+            assert writer.held == 5 and writer.dropped["queue_full"] == 20
+            assert writer.dropped["db_error"] == 0
             metrics = (await client.get("/metrics")).text
             assert re.search(r'query_log_dropped_total\{reason="queue_full"\} 20\.0', metrics), metrics
             fb = await send_feedback(client, request_id=first["request_id"], verdict="helpful")
