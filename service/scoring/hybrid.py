@@ -109,6 +109,8 @@ class Fused:
     weights: tuple[float, float]
     rrf_k: int
     doc_info: Callable[[str], tuple[str, str]]
+    chunk_text: Callable[[ChunkKey], str]
+    """A chunk's text from the in-memory corpus (semantic hits carry none)."""
     explain_keyword: Callable[[Evidence], Evidence] | None
     """Completes a keyword-leg candidate (None: the keyword evidence is complete already)."""
 
@@ -143,7 +145,7 @@ class Fused:
             hit = self.hits[key]
             # With no terms the snippet is the summary when there is one: clean the
             # hit's text only otherwise.
-            snippet, lines = self.doc_info(hit.doc_slug)[1] or make_snippet(plain_text(hit.content), []), ()
+            snippet, lines = self.doc_info(hit.doc_slug)[1] or make_snippet(plain_text(self.chunk_text(key)), []), ()
         return msgspec.structs.replace(
             evidence, snippet=snippet, match_explain=(*lines, self.line(key), *evidence.match_explain),
         )
@@ -158,6 +160,7 @@ def fuse_evidence(
     query_type: QueryType,
     rrf_k: int,
     doc_info: Callable[[str], tuple[str, str]],
+    chunk_text: Callable[[ChunkKey], str],
     explain_keyword: Callable[[Evidence], Evidence] | None = None,
 ) -> Fused:
     """`hybrid` candidates for every chunk either leg found, best first, without text."""
@@ -191,7 +194,7 @@ def fuse_evidence(
     results.sort(key=lambda e: (-e.score, e.doc_slug, e.chunk_index or 0))
     return Fused(
         ranking=results, keyword=by_key, hits=by_hit, parts=parts, query_type=query_type, weights=weights,
-        rrf_k=rrf_k, doc_info=doc_info, explain_keyword=explain_keyword,
+        rrf_k=rrf_k, doc_info=doc_info, chunk_text=chunk_text, explain_keyword=explain_keyword,
     )
 
 
@@ -287,7 +290,8 @@ class HybridRetriever:
         weights = fusion_weights(flags, query.query_type)
         fused = fuse_evidence(
             legs.keyword, legs.hits, method=method, weights=weights, query_type=query.query_type,
-            rrf_k=flags.fusion.rrf_k, doc_info=self.indexes.doc_info, explain_keyword=legs.explain_keyword,
+            rrf_k=flags.fusion.rrf_k, doc_info=self.indexes.doc_info, chunk_text=self.indexes.chunk_text,
+            explain_keyword=legs.explain_keyword,
         )
         ranking, trimmed = fused.ranking, 0
         if not query.is_multi_intent:

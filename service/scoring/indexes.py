@@ -32,6 +32,11 @@ class CorpusIndexes:
         doc = self.documents_by_slug.get(slug)
         return (doc.content_hash, doc.summary) if doc else ("", "")
 
+    def chunk_text(self, key: ChunkId) -> str:
+        """A chunk's Markdown ("" for a chunk this snapshot does not hold, e.g. mid-reseed)."""
+        chunk = self.chunks_by_id.get(key)
+        return chunk.content if chunk else ""
+
     @property
     def empty(self) -> bool:
         return not self.documents_by_slug

@@ -39,7 +39,10 @@ class QueryEmbedder(Protocol):
 
 
 class SemanticHit(Base, frozen=True):
-    """One chunk with its cosine similarity to the query (1 - cosine distance)."""
+    """One chunk with its cosine similarity to the query (1 - cosine distance).
+
+    No chunk text: the corpus is in memory (`CorpusIndexes.chunks_by_id`), and
+    fetching and decoding the text of every hit cost the event loop on each query."""
 
     chunk_id: str
     doc_slug: str
@@ -47,8 +50,6 @@ class SemanticHit(Base, frozen=True):
     category: str
     title: str
     header_path: str
-    content: str
-    keywords: tuple[str, ...]
     chunk_hash: str
     similarity: float
     representation: str = "body"
@@ -75,8 +76,7 @@ def semantic_sql(dim: int, with_category: bool, kinds: Sequence[str] = ("body",)
     query_vector = f"(select $1::text::{vec})"
     return f"""
         select c.id::text as chunk_id, c.doc_slug, c.chunk_index, c.category, c.title,
-               coalesce(c.header_path, '') as header_path, c.content,
-               coalesce(c.keywords, '{{}}') as keywords, c.chunk_hash, e.kind,
+               coalesce(c.header_path, '') as header_path, c.chunk_hash, e.kind,
                1 - (e.embedding::{vec} <=> {query_vector}) as similarity
         from chunk_embeddings e
         join docs_knowledge_chunks c on c.id = e.chunk_id
@@ -148,8 +148,6 @@ async def semantic_search(
             category=row["category"],
             title=row["title"],
             header_path=row["header_path"],
-            content=row["content"],
-            keywords=tuple(row["keywords"]),
             chunk_hash=row["chunk_hash"],
             similarity=float(row["similarity"]),
             representation=row["kind"],

@@ -148,8 +148,7 @@ class NeighbourLeg(SemanticLeg):
 
         hit = SemanticHit(
             chunk_id="1", doc_slug=CHUNK.doc_slug, chunk_index=0, category=CHUNK.category,
-            title=CHUNK.title, header_path=CHUNK.header_path, content=CHUNK.content,
-            keywords=CHUNK.keywords, chunk_hash=CHUNK.chunk_hash, similarity=0.8,
+            title=CHUNK.title, header_path=CHUNK.header_path, chunk_hash=CHUNK.chunk_hash, similarity=0.8,
         )
         return [hit], {"embed_ms": 1.0, "vector_search_ms": 1.0}
 

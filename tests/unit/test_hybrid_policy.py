@@ -32,7 +32,7 @@ def ev(slug: str, score: float, index: int = 0) -> Evidence:
 def hit(slug: str, similarity: float, index: int = 0) -> SemanticHit:
     return SemanticHit(
         chunk_id=f"{slug}#{index}", doc_slug=slug, chunk_index=index, category=slug.split("/")[0],
-        title=slug.split("/")[1].title(), header_path="H", content="text", keywords=(),
+        title=slug.split("/")[1].title(), header_path="H",
         chunk_hash="c", similarity=similarity,
     )
 
@@ -91,7 +91,7 @@ def test_fused_evidence_covers_both_legs_and_explains_weights() -> None:
     hits = [hit("concepts/workspace", 0.7), hit("concepts/notes", 0.6)]
     fused = fuse_evidence(
         keyword, hits, method=FusionMethod.weighted, weights=(0.3, 0.7), query_type="mixed",
-        rrf_k=60, doc_info=lambda slug: ("doc-hash", "summary"),
+        rrf_k=60, doc_info=lambda slug: ("doc-hash", "summary"), chunk_text=lambda key: "",
     )
     by_slug = {e.doc_slug: e for e in fused.ranking}
     # notes: 0.3 × 1.0 + 0.7 × 0.0 = 0.3; workspace: 0.7 × 1.0 = 0.7; actions: 0.3 × 0 + 0 = 0.
@@ -112,3 +112,14 @@ def test_fused_evidence_covers_both_legs_and_explains_weights() -> None:
     assert decided.match_explain == (*notes.match_explain, "calibrated p")
     elsewhere = msgspec.structs.replace(ev("concepts/other", 1.0), source="keyword")
     assert fused.explained(elsewhere) == elsewhere
+
+
+def test_a_semantic_hit_without_a_page_summary_shows_its_chunk_text_from_the_corpus() -> None:
+    texts = {("concepts/workspace", 0): "## Canvas\n\nA workspace holds **notes** on a canvas."}
+    fused = fuse_evidence(
+        [], [hit("concepts/workspace", 0.7)], method=FusionMethod.weighted, weights=(0.3, 0.7),
+        query_type="mixed", rrf_k=60, doc_info=lambda slug: ("doc-hash", ""),
+        chunk_text=lambda key: texts.get(key, ""),
+    )
+    shown = fused.explained(fused.ranking[0])
+    assert shown.snippet.startswith("Canvas A workspace holds notes") and "**" not in shown.snippet

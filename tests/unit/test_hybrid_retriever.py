@@ -50,8 +50,7 @@ class OverlapLeg:
         hits = [
             SemanticHit(
                 chunk_id=c.chunk_id, doc_slug=c.doc_slug, chunk_index=c.chunk_index, category=c.category,
-                title=c.title, header_path=c.header_path, content=c.content, keywords=c.keywords,
-                chunk_hash=c.chunk_hash, similarity=similarity(c),
+                title=c.title, header_path=c.header_path, chunk_hash=c.chunk_hash, similarity=similarity(c),
             )
             for c in ranked
         ]
