@@ -244,7 +244,9 @@ class Pipeline:
         """(doc_slug, chunk_index) → the chunk's heading anchor, for evidence."""
         self.semantic: SemanticSearch | None = None
         self.calibration: CalibrationModel | None = None
-        """The fitted calibrated decision (used when `decision.policy` is `calibrated`)."""
+        """The corpus's own fitted decision (used when `decision.policy` is `calibrated`)."""
+        self.portable_calibration: CalibrationModel | None = None
+        """The portable fit: `calibrated` on a corpus the own fit was not made on."""
         self.served_pages = ""
         """`pages_fingerprint` of the loaded corpus."""
         self.curate: Curate | None = None
@@ -273,17 +275,23 @@ class Pipeline:
         release_free_memory()
 
     def active_calibration(self) -> CalibrationModel | None:
-        """The fitted model, when it was fitted on the served corpus's pages (else the seed rules
-        decide: probabilities fitted on other pages say nothing about these)."""
-        model = self.calibration
-        return model if model is not None and model.pages_fingerprint == self.served_pages else None
+        """The fit that decides under `calibrated`: the corpus's own when it was fitted on the
+        served pages, else the portable one (fitted without corpus-scaled signals), else none
+        (the seed rules decide)."""
+        for model in (self.calibration, self.portable_calibration):
+            if model is not None and model.fits(self.served_pages):
+                return model
+        return None
 
     def calibration_problem(self) -> str | None:
         model = self.calibration
-        if model is None or model.pages_fingerprint == self.served_pages:
+        if model is None or model.fits(self.served_pages):
             return None
+        instead = self.active_calibration()
+        then = (f"the portable fit {instead.version} decides" if instead is not None
+                else "the seed rules decide")
         return (f"calibration {model.version} was fitted on the pages of corpus {model.corpus!r}, not on the "
-                "served ones: the seed rules decide; refit with `python -m service fit-decisions`")
+                f"served ones: {then}; fit this corpus with `python -m service fit-decisions`")
 
     def require_indexes(self) -> CorpusIndexes:
         if self.indexes is None or self.indexes.empty:
@@ -443,6 +451,9 @@ class Pipeline:
         resolution = self._converse(params)
         with self._span("normalise"):
             query, notes = self.normalise(params.query if resolution is None else resolution.query, flags)
+        model = self.active_calibration()
+        if model is not None and flags.decision.policy == "calibrated":
+            flags = msgspec.structs.replace(flags, decision=model.points(flags.decision))
         ctx = TierContext(
             query=query, notes=notes, params=params, flags=flags,
             top_k=params.top_k or flags.retrieval.default_top_k,

@@ -72,8 +72,9 @@ class DecisionStatus:
 
     policy: Callable[[], str] = lambda: "seed_rules"
     """The rule in force now (`decision.policy`; the seed rules when no fitted file loaded)."""
-    calibration: str | None = None
-    """The fitted file's version (service/decide/data/calibration.json)."""
+    calibration: Callable[[], str | None] = lambda: None
+    """The version of the fit in use (the corpus's own, or the portable one), else of the
+    corpus's own file that does not fit the served pages."""
     error: Callable[[], str | None] = lambda: None
     """Why the fitted file is not in use (not loaded, or fitted on other pages)."""
 

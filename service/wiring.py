@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from service.decide.calibrated_policy import load_calibration
+from service.decide.calibrated_policy import PORTABLE_CALIBRATION_FILE, load_calibration
 from service.embedding.backends import load_embedder as load_backend
 from service.embedding.backends import onnx_cache_dir
 from service.embedding.batcher import QueryBatcher
@@ -83,14 +83,17 @@ def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipelin
     st.semantic = status
     st.reindex = reindex
     pipeline.calibration, error = load_calibration()
-    model = pipeline.calibration
+    pipeline.portable_calibration, _ = load_calibration(PORTABLE_CALIBRATION_FILE)
 
     def policy() -> str:
         return pipeline.flags().decision.policy if pipeline.active_calibration() is not None else "seed_rules"
 
+    def calibration() -> str | None:
+        model = pipeline.active_calibration() or pipeline.calibration
+        return model.version if model else None
+
     st.decision = DecisionStatus(
-        policy=policy, calibration=model.version if model else None,
-        error=lambda: error or pipeline.calibration_problem(),
+        policy=policy, calibration=calibration, error=lambda: error or pipeline.calibration_problem(),
     )
     return pipeline, status
 

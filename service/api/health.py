@@ -83,7 +83,7 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             semantic_ready=semantic is not None and semantic.serving_model is not None and not semantic.indexing,
             embedding_model=semantic.serving_model if semantic else None,
             semantic_error=semantic.error if semantic else None,
-            database=db, decision_policy=st.decision.policy(), calibration=st.decision.calibration,
+            database=db, decision_policy=st.decision.policy(), calibration=st.decision.calibration(),
             calibration_error=st.decision.error(),
         ),
         status_code=200,

@@ -33,6 +33,9 @@ from service.flags import DecisionFlags
 log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = Path(__file__).parent / "data" / "calibration.json"
+"""The served corpus's own fit (`fit-decisions`): used on the pages it was fitted on."""
+PORTABLE_CALIBRATION_FILE = Path(__file__).parent / "data" / "portable.json"
+"""The fit for a corpus without one of its own (`fit-decisions --portable`)."""
 
 
 def load_calibration(path: Path = CALIBRATION_FILE) -> tuple[CalibrationModel | None, str | None]:
@@ -88,6 +91,6 @@ def multi_intent_on(ranking: Sequence[Evidence], multi: Answer) -> Answer:
 
 
 __all__ = [
-    "CALIBRATION_FILE", "SemanticView", "calibrated_decision", "keyword_verdict", "load_calibration",
+    "CALIBRATION_FILE", "PORTABLE_CALIBRATION_FILE", "SemanticView", "calibrated_decision", "keyword_verdict", "load_calibration",
     "multi_intent_on", "top_page",
 ]

@@ -43,7 +43,7 @@ from service.domain.types import (
     NormalizedQuery,
     Option,
 )
-from service.flags import DecisionPoint
+from service.flags import DecisionFlags, DecisionPoint
 
 MODEL_FORMAT = 2
 
@@ -73,6 +73,11 @@ FEATURES: tuple[str, ...] = (
     "page_similarity_gap",  # ... minus the second page's
     "keyword_agrees",     # the keyword leg's best page is the top page (phase 3)
 )
+
+CORPUS_SCALED = frozenset({"top_score", "score_gap", "distinct_pages"})
+"""Features on the corpus's own scale (BM25F scores grow with its vocabulary, the number of
+candidate pages with its size): a portable fit leaves them out, so that it carries to a
+corpus it was not fitted on (leave-one-corpus-out, README "Calibrated decision")."""
 
 CERTAIN_REASONS = frozenset({"out_of_domain", "explain_subject_is_title"})
 """Seed-plan rules the calibrated policy keeps as they are: no threshold is involved, the
@@ -185,7 +190,8 @@ class CalibrationModel(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     corpus_fingerprint: str
     """sha256 over the pages' slugs and content hashes the fit was made on (its version)."""
     pages_fingerprint: str
-    """sha256 over the slugs alone: the service uses the model only on the same set of pages."""
+    """sha256 over the slugs alone: the service uses the model only on the same set of pages
+    ("" for a portable fit)."""
     features: tuple[str, ...]
     phases: dict[str, PhaseModel]
     """Keyed by phase number as text ("1", "2", "3")."""
@@ -198,6 +204,22 @@ class CalibrationModel(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     fitted_at: str
     dev_summary: dict[str, dict[str, float | None]] = {}
     """Per phase, the chosen thresholds' coverage and wrong-answer rate on dev."""
+    portable: bool = False
+    """Fitted without `CORPUS_SCALED` on the dev splits of several corpora: used on a corpus
+    that has no fit of its own, with its own operating points (not the flags')."""
+
+    def fits(self, served_pages: str) -> bool:
+        """Whether this fit may decide on the served pages."""
+        return self.portable or self.pages_fingerprint == served_pages
+
+    def points(self, flags: DecisionFlags) -> DecisionFlags:
+        """The operating points to decide with: the flags' for a corpus's own fit (flags.yaml
+        repeats what the fit chose), the fit's own for a portable one."""
+        if not self.portable:
+            return flags
+        return msgspec.structs.replace(
+            flags, answer_p=self.answer_p, no_match_p=self.no_match_p, ambiguity_ratio=self.ambiguity_ratio,
+        )
 
 
 class CalibrationError(ValueError):

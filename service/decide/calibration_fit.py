@@ -23,14 +23,18 @@ NO_MATCH_GRID = tuple(round(0.02 + 0.04 * i, 2) for i in range(15))  # 0.02 .. 0
 AMBIGUITY_GRID = (0.80, 0.85, 0.90, 0.93, 0.96, 0.98, 1.01)  # 1.01: never ask between two pages
 
 
-def fit_phase(rows: Sequence[Mapping[str, float]], labels: Sequence[int], c: float = 1.0) -> PhaseModel:
-    """Standardise, fit a logistic regression, return its parameters (no sklearn objects)."""
+def fit_phase(
+    rows: Sequence[Mapping[str, float]], labels: Sequence[int], c: float = 1.0, excluded: frozenset[str] = frozenset(),
+) -> PhaseModel:
+    """Standardise, fit a logistic regression, return its parameters (no sklearn objects).
+    `excluded` features get weight 0 (mean 0, scale 1): the model ignores them."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import brier_score_loss
     from sklearn.preprocessing import StandardScaler
 
-    x = np.array([[row[name] for name in FEATURES] for row in rows], dtype=float)
+    used = [name for name in FEATURES if name not in excluded]
+    x = np.array([[row[name] for name in used] for row in rows], dtype=float)
     y = np.array(labels, dtype=int)
     scaler = StandardScaler().fit(x)
     scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
@@ -39,11 +43,14 @@ def fit_phase(rows: Sequence[Mapping[str, float]], labels: Sequence[int], c: flo
         raise ValueError("fitting needs both right and wrong top pages among the dev cases")
     model = LogisticRegression(C=c, max_iter=2000).fit(z, y)
     p = model.predict_proba(z)[:, 1]
+    fitted = {name: (float(w), float(m), float(s))
+              for name, w, m, s in zip(used, model.coef_[0], scaler.mean_, scale, strict=True)}
+    weights = [fitted.get(name, (0.0, 0.0, 1.0)) for name in FEATURES]
     return PhaseModel(
         intercept=float(model.intercept_[0]),
-        coef=tuple(float(w) for w in model.coef_[0]),
-        mean=tuple(float(m) for m in scaler.mean_),
-        scale=tuple(float(s) for s in scale),
+        coef=tuple(w for w, _, _ in weights),
+        mean=tuple(m for _, m, _ in weights),
+        scale=tuple(s for _, _, s in weights),
         dev_cases=len(y),
         dev_brier=round(float(brier_score_loss(y, p)), 4),
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import sys
 import time
@@ -30,7 +31,9 @@ from typing import Any
 
 import msgspec
 
+from service.decide.calibrated_policy import CALIBRATION_FILE, PORTABLE_CALIBRATION_FILE
 from service.decide.calibration import (
+    CORPUS_SCALED,
     FEATURES,
     MODEL_FORMAT,
     CalibrationError,
@@ -56,9 +59,10 @@ from service.evaluation.decision_metrics import (
 )
 from service.evaluation.labelled import SPLITS, LabelledQuery, QuerySetError, load_query_set
 from service.flags import DecisionPoint, Flags, TimeoutFlags, load_flags
-from service.settings import PROJECT_ROOT, Settings
+from service.settings import Settings
 
-DEFAULT_MODEL_FILE = PROJECT_ROOT / "service" / "decide" / "data" / "calibration.json"
+DEFAULT_MODEL_FILE = CALIBRATION_FILE
+PORTABLE_MODEL_FILE = PORTABLE_CALIBRATION_FILE
 PHASES = (1, 2, 3)
 POLICIES = ("seed_rules", "calibrated")
 MAX_WRONG = 0.03
@@ -214,25 +218,32 @@ def replayed_status(
     return ("answer" if action == "answer" else "clarify"), run.ranked, options
 
 
-def fit(collected: Collected, cases: Sequence[LabelledQuery], query_set: str) -> CalibrationModel:
+def fit(
+    collected: Collected, cases: Sequence[LabelledQuery], query_set: str, *, portable: bool = False,
+) -> CalibrationModel:
+    """One model per phase on the dev split, and its operating points chosen on dev.
+    `portable`: without the corpus-scaled features, usable on any corpus (`collected` may
+    hold the runs of several corpora, `merge`)."""
     import sklearn
 
     from service.decide.calibration_fit import Choice, choose_point, fit_phase
 
     by_id = {c.id: c for c in cases}
     dev = [r for r in collected.runs if by_id[r.case_id].split == "dev" and r.policy == "seed_rules"]
+    excluded = CORPUS_SCALED if portable else frozenset()
     phases = {}
     for phase in PHASES:
         rows = [r for r in dev if r.phase == phase]
         labels = [int(top_is_right(by_id[r.case_id], r.ranked)) for r in rows]
-        phases[str(phase)] = fit_phase([r.features for r in rows], labels)
+        phases[str(phase)] = fit_phase([r.features for r in rows], labels, excluded=excluded)
         say(f"phase {phase}: fitted on {len(rows)} dev cases, Brier {phases[str(phase)].dev_brier}")
     stamp = dt.datetime.now(dt.UTC)
+    name = f"portable-{collected.corpus}" if portable else collected.corpus
     draft = CalibrationModel(
         format=MODEL_FORMAT,
-        version=f"{collected.corpus}-{collected.corpus_fingerprint[:8]}-{stamp:%Y%m%d%H%M}",
+        version=f"{name}-{collected.corpus_fingerprint[:8]}-{stamp:%Y%m%d%H%M}",
         corpus=collected.corpus, corpus_fingerprint=collected.corpus_fingerprint,
-        pages_fingerprint=collected.pages_fingerprint, features=FEATURES,
+        pages_fingerprint="" if portable else collected.pages_fingerprint, portable=portable, features=FEATURES,
         phases=phases, answer_p=(0.5,) * 3, no_match_p=(0.1,) * 3, ambiguity_ratio=(1.01,) * 3,  # chosen below
         library=f"scikit-learn {sklearn.__version__}", query_set=query_set,
         fitted_at=stamp.isoformat(timespec="seconds"),
@@ -275,6 +286,21 @@ def fit(collected: Collected, cases: Sequence[LabelledQuery], query_set: str) ->
         ambiguity_ratio=_three([pt.ambiguity_ratio for pt in points]),
         dev_summary={str(ph): {"coverage": round(chosen[ph].coverage, 4), "wrong_rate": round(chosen[ph].wrong_rate, 4)}
                      for ph in PHASES},
+    )
+
+
+def merge(collected: Sequence[Collected]) -> Collected:
+    """The runs of several corpora as one set (a portable fit); case ids must not repeat."""
+    if len(collected) == 1:
+        return collected[0]
+    ids = [r.case_id for c in collected for r in c.runs if r.policy == "seed_rules" and r.phase == 1]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ValueError(f"case ids repeat across the query sets: {', '.join(repeated[:5])}")
+    digest = hashlib.sha256("".join(c.corpus_fingerprint for c in collected).encode()).hexdigest()
+    return Collected(
+        corpus="+".join(c.corpus for c in collected), corpus_fingerprint=digest, pages_fingerprint="",
+        runs=[r for c in collected for r in c.runs],
     )
 
 
@@ -442,31 +468,56 @@ def add_parsers(sub: Any) -> None:
         description="Run the labelled set through the pipeline, fit one logistic model per phase on dev, "
         "choose answer_p / no_match_p / ambiguity_ratio on dev for <= 3 %% wrong answers, write the JSON.",
     )
-    f.add_argument("--queries", type=Path, required=True)
-    f.add_argument("--out", type=Path, default=DEFAULT_MODEL_FILE)
-    f.add_argument("--signals", type=Path,
-                   help="runs file: read when it exists (delete it after a ranking change), else written")
+    f.add_argument("--queries", type=Path, required=True, action="append",
+                   help="labelled query set; repeat it (with one --seeds-dir each) for a --portable fit")
+    f.add_argument("--out", type=Path, help=f"default {DEFAULT_MODEL_FILE.name}, or {PORTABLE_MODEL_FILE.name} "
+                   "with --portable (service/decide/data/)")
+    f.add_argument("--portable", action="store_true",
+                   help="fit without the corpus-scaled features: the fit the service uses on a corpus "
+                   "that has none of its own")
+    f.add_argument("--signals", type=Path, action="append",
+                   help="runs file per query set: read when it exists (delete it after a ranking change), else written")
     f.add_argument("--data-dir", type=Path)
-    f.add_argument("--seeds-dir", type=Path)
+    f.add_argument("--seeds-dir", type=Path, action="append", help="the corpus of each --queries (env SEEDS_DIR)")
     f.set_defaults(handler=run_fit)
 
 
 def run_fit(args: argparse.Namespace, settings: Settings) -> int:
-    settings = settings.with_overrides(data_dir=args.data_dir, seeds_dir=args.seeds_dir)
-    loaded = _load_cases(args.queries)
-    if loaded is None:
+    query_sets: list[Path] = args.queries
+    seeds_dirs: list[Path | None] = args.seeds_dir or [None]
+    signals: list[Path | None] = args.signals or [None] * len(query_sets)
+    if len(query_sets) > 1 and not args.portable:
+        print("error: several --queries make a --portable fit (a corpus's own fit reads one set)", file=sys.stderr)
         return 2
-    cases, corpus = loaded
-    collected = run_service(settings, cases, corpus, None, ("seed_rules",), args.signals)
+    if len(seeds_dirs) != len(query_sets) and not (len(query_sets) == 1 and len(seeds_dirs) == 1):
+        print(f"error: {len(query_sets)} --queries need as many --seeds-dir (got {len(seeds_dirs)})", file=sys.stderr)
+        return 2
+    if len(signals) != len(query_sets):
+        print(f"error: {len(query_sets)} --queries need as many --signals (got {len(signals)})", file=sys.stderr)
+        return 2
+    all_cases: list[LabelledQuery] = []
+    runs: list[Collected] = []
+    for queries, seeds_dir, signals_file in zip(query_sets, seeds_dirs, signals, strict=True):
+        loaded = _load_cases(queries)
+        if loaded is None:
+            return 2
+        cases, corpus = loaded
+        here = settings.with_overrides(data_dir=args.data_dir, seeds_dir=seeds_dir)
+        runs.append(run_service(here, cases, corpus, None, ("seed_rules",), signals_file))
+        all_cases += cases
+    out: Path = args.out or (PORTABLE_MODEL_FILE if args.portable else DEFAULT_MODEL_FILE)
     try:
-        model = fit(collected, cases, str(args.queries))
+        model = fit(merge(runs), all_cases, ", ".join(map(str, query_sets)), portable=args.portable)
     except (CalibrationError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(msgspec.json.format(msgspec.json.encode(model), indent=2) + b"\n")
-    print(f"wrote {args.out} (version {model.version}); flags.yaml `decision:` should repeat "
-          f"answer_p {model.answer_p}, no_match_p {model.no_match_p}, ambiguity_ratio {model.ambiguity_ratio}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(msgspec.json.format(msgspec.json.encode(model), indent=2) + b"\n")
+    points = (f"answer_p {model.answer_p}, no_match_p {model.no_match_p}, ambiguity_ratio {model.ambiguity_ratio}")
+    if model.portable:
+        print(f"wrote {out} (version {model.version}); it decides with its own points: {points}")
+    else:
+        print(f"wrote {out} (version {model.version}); flags.yaml `decision:` should repeat {points}")
     return 0
 
 
@@ -484,7 +535,7 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
         say(f"no calibrated decision to compare: {err}")
     policies = POLICIES if model is not None else POLICIES[:1]
     collected = run_service(settings, cases, corpus, model, policies)
-    if model is not None and model.corpus_fingerprint != collected.corpus_fingerprint:
+    if model is not None and not model.portable and model.corpus_fingerprint != collected.corpus_fingerprint:
         print(
             f"WARNING: {args.model} was fitted for corpus {model.corpus} version "
             f"{model.corpus_fingerprint[:12]}, this run served {collected.corpus} version "
@@ -499,8 +550,9 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
     flags = load_flags(settings.flags_file)
     print(f"## {args.queries}: {len(cases)} cases, corpus {collected.corpus} {collected.corpus_fingerprint[:12]}\n")
     if model is not None:
-        print(f"calibrated: {model.version} with flags (phases 1, 2, 3) answer_p {flags.decision.answer_p}, "
-              f"no_match_p {flags.decision.no_match_p}, ambiguity_ratio {flags.decision.ambiguity_ratio}\n")
+        points = model.points(flags.decision)
+        print(f"calibrated: {model.version} with {'its own points' if model.portable else 'flags'} (phases 1, 2, 3) "
+              f"answer_p {points.answer_p}, no_match_p {points.no_match_p}, ambiguity_ratio {points.ambiguity_ratio}\n")
     print(summary_table(results) + "\n")
     print("Ranking by kind (the ranking by score; the same for both policies):\n\n"
           + kind_table(results["seed_rules"]) + "\n")

@@ -232,3 +232,46 @@ def test_the_fit_replays_the_rule_the_service_applies(p: float, second_score: fl
     decision = decide_calibrated(ranking, Q, p, "p", T)
     assert status == {"Answer": "answer", "Clarify": "clarify", "NoMatch": "no_match"}[type(decision).__name__]
     assert options == tuple(o.doc_slug for o in decision.options)
+
+
+def test_a_portable_fit_ignores_the_corpus_scaled_signals_and_decides_with_its_own_points() -> None:
+    """`fit-decisions --portable`: the BM25F scale and the page count (which grow with a corpus)
+    get weight 0, so p is the same whatever they are; a portable fit brings its own points."""
+    import random
+
+    from service.decide.calibration import CORPUS_SCALED
+    from service.decide.calibration_fit import fit_phase
+
+    rng = random.Random(7)
+    rows, labels = [], []
+    for _ in range(200):
+        right = rng.random() < 0.5
+        row = {name: rng.random() for name in FEATURES}
+        row["matched_share"] = rng.uniform(0.6, 1.0) if right else rng.uniform(0.0, 0.5)
+        row["top_score"] = rng.uniform(5, 40) if right else rng.uniform(0, 10)  # would be learnt if allowed
+        rows.append(row)
+        labels.append(int(right))
+    full = fit_phase(rows, labels)
+    portable = fit_phase(rows, labels, excluded=CORPUS_SCALED)
+    weight = dict(zip(FEATURES, portable.coef, strict=True))
+    assert all(weight[name] == 0.0 for name in CORPUS_SCALED)
+    assert dict(zip(FEATURES, full.coef, strict=True))["top_score"] != 0.0
+    assert weight["matched_share"] > 1.0
+    row = dict(rows[0])
+    p = probability(portable, row)
+    for name in CORPUS_SCALED:
+        row[name] = 1e6  # another corpus's scale
+    assert probability(portable, row) == p
+
+    own_points = DecisionFlags(answer_p=(0.5, 0.5, 0.5), no_match_p=(0.1, 0.1, 0.1), ambiguity_ratio=(1.0, 1.0, 1.0))
+    model = CalibrationModel(
+        format=MODEL_FORMAT, version="portable-x", corpus="a+b", corpus_fingerprint="f", pages_fingerprint="",
+        features=FEATURES, phases={"1": portable, "2": portable, "3": portable}, answer_p=(0.9, 0.8, 0.7),
+        no_match_p=(0.3, 0.2, 0.1), ambiguity_ratio=(0.95, 0.9, 0.85), library="test", query_set="q",
+        fitted_at="now", portable=True,
+    )
+    assert model.fits(pages_fingerprint(["any/page"])) and model.fits("")
+    assert model.points(own_points).at(2) == DecisionPoint(answer_p=0.8, no_match_p=0.2, ambiguity_ratio=0.9)
+    own = msgspec.structs.replace(model, portable=False, pages_fingerprint=pages_fingerprint(["a/x"]))
+    assert own.points(own_points) == own_points
+    assert own.fits(pages_fingerprint(["a/x"])) and not own.fits(pages_fingerprint(["b/y"]))

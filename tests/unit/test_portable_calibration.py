@@ -1,0 +1,65 @@
+"""A corpus with no fit of its own: `decision.policy: calibrated` uses the portable fit, with
+the points chosen with it, and /ready's problem line says so."""
+
+from __future__ import annotations
+
+from service.decide.calibration import (
+    FEATURES,
+    MODEL_FORMAT,
+    CalibrationModel,
+    PhaseModel,
+    pages_fingerprint,
+)
+from service.flags import Flags, apply_overrides
+from service.pipeline import RetrieveParams
+from tests.unit.test_fallback_chain import _pipeline
+
+
+def model(version: str, *, intercept: float, portable: bool, pages: str) -> CalibrationModel:
+    n = len(FEATURES)
+    phase = PhaseModel(intercept=intercept, coef=(0.0,) * n, mean=(0.0,) * n, scale=(1.0,) * n)
+    return CalibrationModel(
+        format=MODEL_FORMAT, version=version, corpus="c", corpus_fingerprint="f", pages_fingerprint=pages,
+        features=FEATURES, phases={"1": phase, "2": phase, "3": phase}, answer_p=(0.6, 0.6, 0.6),
+        no_match_p=(0.1, 0.1, 0.1), ambiguity_ratio=(1.01, 1.01, 1.01), library="test", query_set="q",
+        fitted_at="now", portable=portable,
+    )
+
+
+# The flags' points belong to the seed corpus's own fit: with them p = 0.88 would only ask.
+FLAGS = apply_overrides(Flags(), {
+    "decision.policy": "calibrated", "decision.answer_p": [0.95, 0.95, 0.95],
+    "decision.no_match_p": [0.1, 0.1, 0.1],
+})
+
+
+async def test_a_corpus_without_its_own_fit_is_decided_by_the_portable_fit_with_its_points() -> None:
+    pipeline = _pipeline(FLAGS)  # serves one page, concepts/workspace
+    pipeline.calibration = model("seed-own", intercept=-5.0, portable=False, pages=pages_fingerprint(["other/page"]))
+    pipeline.portable_calibration = model("portable-x", intercept=2.0, portable=True, pages="")
+    assert pipeline.active_calibration() is pipeline.portable_calibration
+    problem = pipeline.calibration_problem()
+    assert problem is not None and "seed-own" in problem and "portable fit portable-x decides" in problem
+
+    outcome = await pipeline.run_request(RetrieveParams(query="workspace canvas", phase_cap=2))
+    assert outcome.status == "answer", outcome  # p = σ(2) = 0.88 ≥ the portable answer_p 0.6
+    assert any("calibrated p(top page right) = 0.881" in line for line in outcome.results[0].match_explain)
+
+
+async def test_the_corpus_own_fit_wins_and_decides_with_the_flags_points() -> None:
+    pipeline = _pipeline(FLAGS)
+    pipeline.calibration = model("own", intercept=2.0, portable=False, pages=pipeline.served_pages)
+    pipeline.portable_calibration = model("portable-x", intercept=2.0, portable=True, pages="")
+    assert pipeline.active_calibration() is pipeline.calibration and pipeline.calibration_problem() is None
+    outcome = await pipeline.run_request(RetrieveParams(query="workspace canvas", phase_cap=2))
+    assert outcome.status == "clarify", outcome  # 0.88 < the flags' answer_p 0.95: "Are you asking about…?"
+
+
+async def test_without_any_fit_that_fits_the_seed_rules_decide() -> None:
+    pipeline = _pipeline(FLAGS)
+    pipeline.calibration = model("seed-own", intercept=2.0, portable=False, pages=pages_fingerprint(["other/page"]))
+    assert pipeline.active_calibration() is None
+    problem = pipeline.calibration_problem()
+    assert problem is not None and "the seed rules decide" in problem
+    outcome = await pipeline.run_request(RetrieveParams(query="workspace canvas", phase_cap=2))
+    assert not any("calibrated p" in line for r in outcome.results for line in r.match_explain)
