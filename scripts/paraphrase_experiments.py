@@ -24,7 +24,7 @@ from service.evaluation.kinds import (
 from service.evaluation.labelled import load_query_set
 from service.flags import load_flags
 from service.ingest.indexer import passage_context
-from service.ingest.parse import sentences
+from service.ingest.parse import plain_text, sentences
 from service.normalize.text import rewrite_for_embedding
 from service.scoring.chunks import dedupe_per_document
 from service.scoring.fusion import FusionMethod
@@ -66,6 +66,16 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
         (docs[s].title, docs[s].summary or first_sentence(docs[s].content)) for s in page_slugs
     ])
     page_sim_index = np.array([first_of[s] for s in page_slugs])
+    # Sentence vectors: a chunk scores by its best sentence (with its heading as context).
+    sentence_texts: list[tuple[str, str]] = []
+    sentence_chunk: list[int] = []
+    for i, c in enumerate(chunks):
+        for sentence in sentences(" ".join(plain_text(c.content).split())) or [c.title]:
+            sentence_texts.append((passage_context(c.header_path, c.title), sentence))
+            sentence_chunk.append(i)
+    sentence_vectors = emb.embed_passages(sentence_texts)
+    sentence_of = np.array(sentence_chunk)
+    print(f"{len(sentence_texts)} sentences in {len(chunks)} chunks", file=sys.stderr)
     doc_of_chunk = np.array([page_slugs.index(c.doc_slug) for c in chunks])
 
     variants: dict[str, dict[str, list[str]]] = {}
@@ -77,13 +87,12 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
         order = np.argsort(-sim)[:k]
         return [SemanticHit(chunk_id=str(i), doc_slug=chunks[i].doc_slug, chunk_index=chunks[i].chunk_index,
                             category=chunks[i].category, title=chunks[i].title, header_path=chunks[i].header_path,
-                            content=chunks[i].content, keywords=chunks[i].keywords, chunk_hash=chunks[i].chunk_hash,
-                            similarity=float(sim[i])) for i in order]
+                            chunk_hash=chunks[i].chunk_hash, similarity=float(sim[i])) for i in order]
 
     def fused(query: Any, keyword: list[Any], hits: list[SemanticHit], w: tuple[float, float],
               method: FusionMethod = FusionMethod.weighted) -> list[str]:
         ev = fuse_evidence(keyword, hits, method=method, weights=w, query_type=query.query_type,
-                           rrf_k=60, doc_info=idx.doc_info)
+                           rrf_k=60, doc_info=idx.doc_info, chunk_text=idx.chunk_text).ranking
         if not query.is_multi_intent:
             ev, _ = dedupe_per_document(ev, 2)
         return page_ranking(e.doc_slug for e in ev)
@@ -107,7 +116,12 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
             overlap = len(set(keyword[0].matched_terms)) / len(query.tokens)
         put("base (body)", case.id, fused(query, keyword, hits_from(s_body), w))
         put("semantic only body", case.id, page_ranking(h.doc_slug for h in hits_from(s_body)))
+        s_sentence = np.full(len(chunks), -1.0)
+        np.maximum.at(s_sentence, sentence_of, sentence_vectors @ q)
         combos = {
+            "max(body,sentence)": np.maximum(s_body, s_sentence),
+            "sentence": s_sentence,
+            "body+sentence": (s_body + s_sentence) / 2,
             "max(body,sec)": np.maximum(s_body, s_sec),
             "max(body,page1)": np.maximum(s_body, s_page),
             "max(body,sec,page1)": np.maximum(np.maximum(s_body, s_sec), s_page),
@@ -120,7 +134,7 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
             extra: list[str] = []
             for h in base_hits[:depth]:
                 head = h.header_path.split(" > ")[-1] if h.header_path else h.title
-                words = " ".join([head, *h.keywords])
+                words = " ".join([head, *chunks[int(h.chunk_id)].keywords])
                 extra.extend(pipe.normalise(words, flags)[0].tokens)
             tokens = tuple(dict.fromkeys([*query.tokens, *extra]))
             kw2 = idx.chunks.search(tokens, limit=50, notes=notes, lexical=flags.lexical)
@@ -129,7 +143,7 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
             put(f"prf top{depth} + max(body,page1)", case.id, fused(query, kw2, pm, w))
         # page aggregation: best chunk vs best + half of the second
         ev = fuse_evidence(keyword, base_hits, method=FusionMethod.weighted, weights=w,
-                           query_type=query.query_type, rrf_k=60, doc_info=idx.doc_info)
+                           query_type=query.query_type, rrf_k=60, doc_info=idx.doc_info, chunk_text=idx.chunk_text).ranking
         agg: dict[str, list[float]] = {}
         for e in ev:
             agg.setdefault(e.doc_slug, []).append(e.score)
