@@ -38,10 +38,6 @@ from service.flags import Flags, load_flags
 from service.settings import PROJECT_ROOT, Settings
 from service.stats import summary
 
-"""Under GOLDEN_DIR (settings.golden_dir)."""
-
-
-
 
 async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: Any, cache_size: int) -> Any:
     from service.db.repo import load_chunks, load_documents

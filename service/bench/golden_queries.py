@@ -4,6 +4,7 @@ latency), read from the golden file the acceptance suite replays."""
 from __future__ import annotations
 
 GOLDEN_FILE = "navigation.yaml"
+"""Under GOLDEN_DIR (settings.golden_dir)."""
 
 
 def golden_queries() -> list[str]:
