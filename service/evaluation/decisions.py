@@ -25,6 +25,7 @@ import hashlib
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,6 @@ from service.evaluation.labelled import SPLITS, LabelledQuery, QuerySetError, lo
 from service.flags import DecisionPoint, Flags, TimeoutFlags, load_flags
 from service.settings import Settings
 
-DEFAULT_MODEL_FILE = CALIBRATION_FILE
-PORTABLE_MODEL_FILE = PORTABLE_CALIBRATION_FILE
 PHASES = (1, 2, 3)
 POLICIES = ("seed_rules", "calibrated")
 MAX_WRONG = 0.03
@@ -293,8 +292,8 @@ def merge(collected: Sequence[Collected]) -> Collected:
     """The runs of several corpora as one set (a portable fit); case ids must not repeat."""
     if len(collected) == 1:
         return collected[0]
-    ids = [r.case_id for c in collected for r in c.runs if r.policy == "seed_rules" and r.phase == 1]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    ids = Counter(r.case_id for c in collected for r in c.runs if r.policy == "seed_rules" and r.phase == 1)
+    repeated = sorted(i for i, n in ids.items() if n > 1)
     if repeated:
         raise ValueError(f"case ids repeat across the query sets: {', '.join(repeated[:5])}")
     digest = hashlib.sha256("".join(c.corpus_fingerprint for c in collected).encode()).hexdigest()
@@ -458,7 +457,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--phase", choices=("1", "2", "3", "all"), default="all")
     p.add_argument("--json", type=Path, help="also write the reports as JSON")
     p.add_argument("--plot", type=Path, help="write the risk-coverage curves as a PNG")
-    p.add_argument("--model", type=Path, default=DEFAULT_MODEL_FILE, help="fitted calibration file")
+    p.add_argument("--model", type=Path, default=CALIBRATION_FILE, help="fitted calibration file")
     p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
     p.add_argument("--seeds-dir", type=Path, help="corpus to serve (env SEEDS_DIR)")
     p.set_defaults(handler=run_eval)
@@ -470,7 +469,7 @@ def add_parsers(sub: Any) -> None:
     )
     f.add_argument("--queries", type=Path, required=True, action="append",
                    help="labelled query set; repeat it (with one --seeds-dir each) for a --portable fit")
-    f.add_argument("--out", type=Path, help=f"default {DEFAULT_MODEL_FILE.name}, or {PORTABLE_MODEL_FILE.name} "
+    f.add_argument("--out", type=Path, help=f"default {CALIBRATION_FILE.name}, or {PORTABLE_CALIBRATION_FILE.name} "
                    "with --portable (service/decide/data/)")
     f.add_argument("--portable", action="store_true",
                    help="fit without the corpus-scaled features: the fit the service uses on a corpus "
@@ -505,7 +504,7 @@ def run_fit(args: argparse.Namespace, settings: Settings) -> int:
         here = settings.with_overrides(data_dir=args.data_dir, seeds_dir=seeds_dir)
         runs.append(run_service(here, cases, corpus, None, ("seed_rules",), signals_file))
         all_cases += cases
-    out: Path = args.out or (PORTABLE_MODEL_FILE if args.portable else DEFAULT_MODEL_FILE)
+    out: Path = args.out or (PORTABLE_CALIBRATION_FILE if args.portable else CALIBRATION_FILE)
     try:
         model = fit(merge(runs), all_cases, ", ".join(map(str, query_sets)), portable=args.portable)
     except (CalibrationError, ValueError) as err:
