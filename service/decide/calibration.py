@@ -368,12 +368,6 @@ def order_of(pages: Sequence[str]) -> Callable[[str], int]:
     return lambda slug: rank.get(slug, len(rank))
 
 
-def multi_intent_credible(
-    model: PhaseModel, point: DecisionPoint, pages: Sequence[str], parts: Sequence[DecisionSignals]
-) -> bool:
-    return multi_intent_pages(model, point, pages, parts) is not None
-
-
 def _with_line(e: Evidence, line: str) -> Evidence:
     return msgspec.structs.replace(e, match_explain=(*e.match_explain, line))
 

@@ -22,7 +22,7 @@ from service.decide.calibration import (
     explain,
     features_of,
     load_model,
-    multi_intent_credible,
+    multi_intent_pages,
     pages_fingerprint,
     probability,
     same_need,
@@ -179,11 +179,11 @@ def test_a_multi_intent_answer_stands_only_on_parts_sure_of_their_page() -> None
         DecisionSignals(features=sure, ranking=("concepts/workspace", "actions/workspaces")),
         DecisionSignals(features=sure, ranking=("concepts/widgets",)),
     )
-    assert multi_intent_credible(model, T, ["concepts/workspace", "concepts/widgets"], parts)
+    assert multi_intent_pages(model, T, ["concepts/workspace", "concepts/widgets"], parts) is not None
     # a page that no part ranks first is a guess, not a second intent
-    assert not multi_intent_credible(model, T, ["actions/workspaces", "concepts/widgets"], parts)
+    assert multi_intent_pages(model, T, ["actions/workspaces", "concepts/widgets"], parts) is None
     # parts the model doubts (p ≈ 0.12 < answer_p 0.7): decide the whole query instead
-    assert not multi_intent_credible(zero_model(-2.0), T, ["concepts/workspace", "concepts/widgets"], parts)
+    assert multi_intent_pages(zero_model(-2.0), T, ["concepts/workspace", "concepts/widgets"], parts) is None
 
 
 def test_multi_intent_on_phase3_uses_the_fused_scale_sorted() -> None:
