@@ -74,6 +74,7 @@ class TypoFlags(_Flags, frozen=True):
     min_token_length: Annotated[int, msgspec.Meta(ge=1, le=20)] = 4
     max_token_length: Annotated[int, msgspec.Meta(ge=4, le=100)] = 32
     similarity_cutoff: Annotated[float, msgspec.Meta(ge=50, le=100)] = 88.0
+    max_edits: Annotated[int, msgspec.Meta(ge=0, le=2)] = 1
 
     def __post_init__(self) -> None:
         self._require(self.min_token_length <= self.max_token_length,

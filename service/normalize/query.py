@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
+import msgspec
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import OSA
 
 from service.domain.types import Correction, Intent, NormalizedQuery
 from service.flags import TypoFlags
@@ -53,25 +55,58 @@ def detect_intent(lowered: str) -> tuple[Intent, str]:
 
 
 def correct_typo(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
-    """Closest known term, else vocabulary word, above the cut-off; None if none.
+    """The corpus word the user most likely meant by `token`, or None.
 
     Only tokens that are not in the vocabulary, and whose length lies within
     the bounds, are looked at: the upper bound keeps the fuzzy search cheap
-    for hostile 10,000-character tokens.
+    for hostile 10,000-character tokens. Two rules, the first that finds one
+    wins:
+
+    1. the closest known term, else vocabulary word, whose similarity reaches
+       `similarity_cutoff` (rapidfuzz ratio; on a tie the product's own terms win);
+    2. for a token that is not an English word (`Lexicon.english`), the word
+       within `max_edits` edits (a swapped, changed, missing or extra letter is
+       one edit; never more than 1 up to 5 letters, as in Lucene's and
+       Elasticsearch's "AUTO" fuzziness) that shares its first letter (as
+       Lucene's spell checker requires). The ratio of rule 1 counts a swap or a
+       changed letter as two edits, so it misses "qeury", "hmoe", "custon".
     """
     if token in lexicon.vocabulary or match_key(token) in lexicon.vocabulary_keys:
         return None
     if not settings.min_token_length <= len(token) <= settings.max_token_length or token.isdigit():
         return None
     best: Correction | None = None
-    # Known terms first: on a tie the product's own vocabulary wins.
     for choices in lexicon.typo_choices:
         found = process.extractOne(
             token, choices, scorer=fuzz.ratio, score_cutoff=settings.similarity_cutoff
         )
         if found is not None and (best is None or found[1] > best.similarity):
             best = Correction(original=token, corrected=found[0], similarity=round(found[1], 1))
+    if best is None and lexicon.english and not _is_english(token, lexicon):
+        best = _within_edits(token, lexicon, settings)
     return best
+
+
+def _is_english(token: str, lexicon: Lexicon) -> bool:
+    """An English word, or the plural of one ("combos")."""
+    return token in lexicon.english or stem_plural(token) in lexicon.english
+
+
+def _within_edits(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
+    budget = min(settings.max_edits, 1 if len(token) <= 5 else 2)
+    if budget < 1:
+        return None
+    found = process.extract(
+        token, lexicon.words_by_initial.get(token[0], ()), scorer=OSA.distance,
+        score_cutoff=budget, limit=None,
+    )
+    if not found:
+        return None
+    # Fewest edits; then the product's own terms; then the word the corpus uses most.
+    word = min(
+        found, key=lambda hit: (hit[1], hit[0] not in lexicon.known_terms, -lexicon.counts.get(hit[0], 0), hit[0])
+    )[0]
+    return Correction(original=token, corrected=word, similarity=round(fuzz.ratio(token, word), 1))
 
 
 def _normalise_tokens(
@@ -89,9 +124,12 @@ def _normalise_tokens(
             continue
         stemmed = stem_plural(token, lexicon.known_terms)
         fix = correct_typo(stemmed, lexicon, typo)
+        if fix is None and stemmed != token:
+            # The stemmer may have cut a misspelt word ("taks" -> "tak"): try it as typed.
+            fix = correct_typo(token, lexicon, typo)
         if fix is not None:
-            corrections.append(fix)
-            stemmed = fix.corrected
+            corrections.append(msgspec.structs.replace(fix, original=token))  # the word as typed
+            stemmed = stem_plural(fix.corrected, lexicon.known_terms)
         if stemmed not in tokens:
             tokens.append(stemmed)
             if match_key(stemmed) not in lexicon.vocabulary_keys:

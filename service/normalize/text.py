@@ -128,12 +128,20 @@ def normalise_words(
     return [sys.intern(stem_plural(t, known_terms)) for t in rewritten if t not in stopwords]
 
 
-def rewrite_for_embedding(text: str, phrase_synonyms: Mapping[str, str], word_synonyms: Mapping[str, str]) -> str:
-    """The query as the embedding model should read it: all words kept, synonyms applied.
+def rewrite_for_embedding(
+    text: str,
+    phrase_synonyms: Mapping[str, str],
+    word_synonyms: Mapping[str, str],
+    corrections: Mapping[str, str] | None = None,
+) -> str:
+    """The query as the embedding model should read it: all words kept, synonyms and typo fixes applied.
 
     Synonyms are a product decision ("shortcuts" are quick links here); the
-    embedding model does not know them, so it reads the rewritten words.
+    embedding model does not know them, so it reads the rewritten words. It
+    reads a misspelt word as unrelated word pieces, so it reads the correction
+    (`corrections`: word as typed -> corrected word) instead.
     """
     rewritten, _ = apply_phrase_synonyms(lowercase_words(clean(text)), phrase_synonyms)
     swapped, _ = apply_word_synonyms(words(rewritten), word_synonyms)
-    return " ".join(swapped)
+    fixes = corrections or {}
+    return " ".join(fixes.get(word, word) for word in swapped)

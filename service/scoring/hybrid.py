@@ -268,7 +268,10 @@ class HybridRetriever:
         `while_embedding`, e.g. the keyword decision) run meanwhile.
         """
         size = pool_size or flags.retrieval.candidate_pool
-        text = rewrite_for_embedding(query.raw, self.synonyms.phrases, self.synonyms.words)
+        text = rewrite_for_embedding(
+            query.raw, self.synonyms.phrases, self.synonyms.words,
+            {fix.original: fix.corrected for fix in query.corrections if fix.original not in self.indexes.lexicon.english},
+        )
         semantic = asyncio.ensure_future(self.semantic.search(text, size, category, flags))
         try:
             found = self.indexes.chunks.search_unexplained(

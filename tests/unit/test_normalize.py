@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 
 from service.flags import TypoFlags
-from service.normalize.lexicon import Synonyms, build_lexicon
+from service.normalize.lexicon import Synonyms, build_lexicon, english_words
 from service.normalize.query import correct_typo, detect_intent, normalize_query
-from service.normalize.text import apply_phrase_synonyms, clean, lowercase_words, stem_plural
+from service.normalize.text import (
+    apply_phrase_synonyms,
+    clean,
+    lowercase_words,
+    rewrite_for_embedding,
+    stem_plural,
+)
 
 SYNONYMS = Synonyms(
     phrases={"keyboard shortcuts": "keyboard hotkeys"},
@@ -90,6 +96,59 @@ def test_short_and_known_tokens_are_never_corrected() -> None:
     assert correct_typo("wrk", LEXICON, settings) is None  # under 4 characters
     assert correct_typo("workspace", LEXICON, settings) is None  # already in the vocabulary
     assert correct_typo("zzzzzzzz", LEXICON, settings) is None  # nothing close enough
+
+
+# A corpus about queries, search and a dark theme; `english` is a stand-in word list.
+EDITS_LEXICON = build_lexicon(
+    titles=["Queries", "Search", "Dark Mode", "Drag and drop", "Home"],
+    keywords=["custom theme"],
+    texts=["Search the graph. Queries filter tasks. Drag a block. Dark mode and a custom theme. "
+           "Drag again, drag once more."],
+    synonyms=Synonyms(),
+    english=frozenset({"home", "search", "dark", "mode", "ready", "read", "combo", "made"}),
+)
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("serach", "search"),  # two letters swapped: one edit, but a ratio of 83
+        ("hmoe", "home"),  # a swap in a short word
+        ("custon", "custom"),  # one letter changed
+        ("qeuries", "queries"),  # a title word: the stemmer's "qeury" is not near it, the word as typed is
+        ("taks", "task"),  # the stemmer's cut ("tak") is too short; corrected as typed
+    ],
+)
+def test_a_misspelt_word_one_edit_away_is_corrected(typed: str, meant: str) -> None:
+    query, _ = normalize_query(typed, EDITS_LEXICON)
+    assert query.tokens == (meant,)
+    assert [c.original for c in query.corrections] == [typed]  # reported as the user typed it
+
+
+def test_english_words_and_distant_words_are_left_alone() -> None:
+    settings = TypoFlags()
+    assert correct_typo("mead", EDITS_LEXICON, settings) is None  # no corpus word shares its first letter
+    assert correct_typo("combos", EDITS_LEXICON, settings) is None  # the plural of an English word
+    assert correct_typo("ready", EDITS_LEXICON, settings) is None  # an English word, one edit from "read"
+    assert correct_typo("srch", EDITS_LEXICON, settings) is None  # two edits in a short word
+    assert correct_typo("serach", EDITS_LEXICON, TypoFlags(max_edits=0)) is None  # the rule switched off
+
+
+def test_on_a_tie_the_word_the_corpus_uses_most_wins() -> None:
+    # "drak" is one edit from both "dark" (a swap) and "drag" (a change); the corpus says "drag" more.
+    fix = correct_typo("drak", EDITS_LEXICON, TypoFlags())
+    assert fix is not None and fix.corrected == "drag"
+
+
+def test_the_packaged_model_supplies_the_english_word_list() -> None:
+    words = english_words()
+    assert {"search", "flight", "calendar"} <= words
+    assert not {"serach", "qeuries", "hmoe"} & words
+
+
+def test_the_embedding_reads_the_corrected_words() -> None:
+    text = rewrite_for_embedding("Serach my notes", {}, {}, {"serach": "search"})
+    assert text == "search my notes"
 
 
 def test_very_long_tokens_are_not_fuzzed() -> None:
