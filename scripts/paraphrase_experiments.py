@@ -1,11 +1,12 @@
-"""Exploration for issue #19 (not part of the service): representation, fusion and
+r"""Exploration for issue #19 (not part of the service): representation, fusion and
 expansion variants computed in memory over one indexed corpus, scored per kind.
 
-    .venv/bin/python scripts/paraphrase_experiments.py bench/queries/seed.yaml
+    .venv/bin/python scripts/paraphrase_experiments.py bench/queries/seed.yaml ['^rep max\(body,sentence']
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -75,13 +76,19 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
             sentence_chunk.append(i)
     sentence_vectors = emb.embed_passages(sentence_texts)
     sentence_of = np.array(sentence_chunk)
+    sentences_per_chunk = np.bincount(sentence_of, minlength=len(chunks))
     print(f"{len(sentence_texts)} sentences in {len(chunks)} chunks", file=sys.stderr)
     doc_of_chunk = np.array([page_slugs.index(c.doc_slug) for c in chunks])
+    # The best of many chunks is high by chance: a page's chunk count, for a size discount.
+    log_chunks_of_page = np.log(np.bincount(doc_of_chunk)[doc_of_chunk])
 
     variants: dict[str, dict[str, list[str]]] = {}
 
+    wanted = re.compile(sys.argv[2]) if len(sys.argv) > 2 else None  # optional variant-name filter
+
     def put(name: str, cid: str, ranking: list[str]) -> None:
-        variants.setdefault(name, {})[cid] = ranking
+        if wanted is None or wanted.search(name) or name == "base (body)":
+            variants.setdefault(name, {})[cid] = ranking
 
     def hits_from(sim: np.ndarray, k: int = 50) -> list[SemanticHit]:
         order = np.argsort(-sim)[:k]
@@ -120,6 +127,10 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
         np.maximum.at(s_sentence, sentence_of, sentence_vectors @ q)
         combos = {
             "max(body,sentence)": np.maximum(s_body, s_sentence),
+            **{f"max(body,sentence) chunks>={n} sentences": np.where(
+                sentences_per_chunk >= n, np.maximum(s_body, s_sentence), s_body) for n in (4, 6, 8)},
+            **{f"max(body,sentence-{d})": np.maximum(s_body, s_sentence - d) for d in (0.02, 0.05)},
+            **{f"body-{b}*log(page chunks)": s_body - b * log_chunks_of_page for b in (0.005, 0.01, 0.02, 0.03)},
             "sentence": s_sentence,
             "body+sentence": (s_body + s_sentence) / 2,
             "max(body,sec)": np.maximum(s_body, s_sec),
