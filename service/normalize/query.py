@@ -109,31 +109,6 @@ def _within_edits(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correcti
     return Correction(original=token, corrected=word, similarity=round(fuzz.ratio(token, word), 1))
 
 
-_MIN_COMPOUND_PART = 3
-
-
-def split_compound(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
-    """Two corpus words typed as one ("quicklink" -> "quick link"), or None.
-
-    Only for a token that is neither a corpus word nor an English word, with
-    both parts at least 3 letters; of several splits, the one whose rarer part
-    the corpus uses most.
-    """
-    if token in lexicon.vocabulary or not lexicon.english or _is_english(token, lexicon):
-        return None
-    if not settings.min_token_length <= len(token) <= settings.max_token_length or settings.max_edits < 1:
-        return None
-    splits = [
-        (token[:cut], token[cut:])
-        for cut in range(_MIN_COMPOUND_PART, len(token) - _MIN_COMPOUND_PART + 1)
-        if token[:cut] in lexicon.vocabulary and token[cut:] in lexicon.vocabulary
-    ]
-    if not splits:
-        return None
-    head, tail = max(splits, key=lambda parts: min(lexicon.counts.get(part, 0) for part in parts))
-    return Correction(original=token, corrected=f"{head} {tail}", similarity=round(fuzz.ratio(token, head + tail), 1))
-
-
 def _normalise_tokens(
     lowered: str, lexicon: Lexicon, typo: TypoFlags, notes: list[str]
 ) -> tuple[list[str], list[Correction], list[str]]:
@@ -152,17 +127,13 @@ def _normalise_tokens(
         if fix is None and stemmed != token:
             # The stemmer may have cut a misspelt word ("taks" -> "tak"): try it as typed.
             fix = correct_typo(token, lexicon, typo)
-        if fix is None and stemmed not in lexicon.vocabulary and match_key(stemmed) not in lexicon.vocabulary_keys:
-            fix = split_compound(token, lexicon, typo)
-        found = [stemmed]
         if fix is not None:
             corrections.append(msgspec.structs.replace(fix, original=token))  # the word as typed
-            found = [stem_plural(word, lexicon.known_terms) for word in fix.corrected.split()]
-        for word in found:
-            if word not in tokens:
-                tokens.append(word)
-                if match_key(word) not in lexicon.vocabulary_keys:
-                    unknown.append(word)
+            stemmed = stem_plural(fix.corrected, lexicon.known_terms)
+        if stemmed not in tokens:
+            tokens.append(stemmed)
+            if match_key(stemmed) not in lexicon.vocabulary_keys:
+                unknown.append(stemmed)
     return tokens, corrections, unknown
 
 

@@ -182,13 +182,16 @@ async def test_long_tokens_never_reach_the_fuzzy_matcher(
 ) -> None:
     """The typo corrector's work is bounded by length, not by luck: count its calls."""
     calls: list[str] = []
-    real = process.extractOne
 
-    def counting(token: str, *args: Any, **kwargs: Any) -> Any:
-        calls.append(token)
-        return real(token, *args, **kwargs)
+    def counted(real: Any) -> Any:
+        def counting(token: str, *args: Any, **kwargs: Any) -> Any:
+            calls.append(token)
+            return real(token, *args, **kwargs)
+        return counting
 
-    monkeypatch.setattr(query_module.process, "extractOne", counting)
+    # Both matchers: the ratio rule's extractOne and the edit rule's extract.
+    monkeypatch.setattr(query_module.process, "extractOne", counted(process.extractOne))
+    monkeypatch.setattr(query_module.process, "extract", counted(process.extract))
     limit = load_flags_file(PROJECT_ROOT / "flags.yaml").typo.max_token_length
     long_token = "q" * 499
     response = await service_client.post("/retrieve", json={"query": long_token, "phase": 1})
@@ -202,4 +205,5 @@ async def test_long_tokens_never_reach_the_fuzzy_matcher(
     words = [f"zq{i:02d}xv" for i in range(70)]  # 70 unknown 6-letter tokens, 489 characters
     response = await service_client.post("/retrieve", json={"query": " ".join(words), "phase": 1})
     assert response.status_code == 200
-    assert len(calls) <= len(words) * 2 * 2, len(calls)  # 2 choice lists; query + multi-intent pass
+    # Per token and pass (query + multi-intent): 2 ratio lists + 1 edit search.
+    assert len(calls) <= len(words) * 3 * 2, len(calls)

@@ -140,19 +140,6 @@ def test_on_a_tie_the_word_the_corpus_uses_most_wins() -> None:
     assert fix is not None and fix.corrected == "drag"
 
 
-def test_two_corpus_words_typed_as_one_are_split() -> None:
-    query, _ = normalize_query("darkmode", EDITS_LEXICON)
-    assert query.tokens == ("dark", "mode")
-    assert [(c.original, c.corrected) for c in query.corrections] == [("darkmode", "dark mode")]
-
-
-def test_a_corpus_word_is_never_split() -> None:
-    # "queries" is a corpus word that reads as "que" + "ries" to a naive splitter; "searches" is a plural of one.
-    for word in ("queries", "searches"):
-        query, _ = normalize_query(word, EDITS_LEXICON)
-        assert query.corrections == ()
-
-
 def test_the_packaged_model_supplies_the_english_word_list() -> None:
     words = english_words()
     assert {"search", "flight", "calendar"} <= words
