@@ -82,14 +82,11 @@ def correct_typo(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correctio
         )
         if found is not None and (best is None or found[1] > best.similarity):
             best = Correction(original=token, corrected=found[0], similarity=round(found[1], 1))
-    if best is None and lexicon.english and not _is_english(token, lexicon):
+    if best is None and lexicon.english and token not in lexicon.english:
         best = _within_edits(token, lexicon, settings)
     return best
 
 
-def _is_english(token: str, lexicon: Lexicon) -> bool:
-    """An English word, or the plural of one ("combos")."""
-    return token in lexicon.english or stem_plural(token) in lexicon.english
 
 
 def _within_edits(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
