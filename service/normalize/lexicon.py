@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from service.normalize.text import lowercase_words, match_key, normalise_words, words
+from service.normalize.text import lowercase_words, match_key, normalise_words, stem_plural, words
 
 _DATA = Path(__file__).parent / "data"
 
@@ -172,6 +172,12 @@ def build_lexicon(
     for text in [*title_list, *keyword_list, *texts]:
         counts.update(partial.normalise(text))
     counts.update(partial.normalise(" ".join(known)))
+    # Words the synonym rules rewrite are words of the product too: a misspelt one is corrected
+    # to them, and the rule then applies ("bookmrks" -> "bookmarks" -> quick links).
+    for source in [*synonyms.phrases, *synonyms.words]:
+        for word in words(source):
+            if word not in partial.stopwords:
+                counts.setdefault(stem_plural(word, known), 0)
     return Lexicon(
         stopwords=partial.stopwords,
         synonyms=synonyms,

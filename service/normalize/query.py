@@ -148,6 +148,12 @@ def normalize_query(
     intent, subject = detect_intent(lowered)
     notes: list[str] = []
     tokens, corrections, unknown = _normalise_tokens(lowered, lexicon, settings, notes)
+    if corrections:
+        # Spelling first, synonyms second: "keybaord shortcuts" meets its phrase rule once respelt.
+        fixes = {fix.original: fix.corrected for fix in corrections}
+        lowered = " ".join(fixes.get(word, word) for word in words(lowered))
+        notes = []
+        tokens, _, unknown = _normalise_tokens(lowered, lexicon, settings, notes)
 
     parts: list[tuple[str, ...]] = []
     pieces = [lowercase_words(p) for p in _INTENT_SPLIT.split(cleaned.lower())]

@@ -140,6 +140,17 @@ def test_on_a_tie_the_word_the_corpus_uses_most_wins() -> None:
     assert fix is not None and fix.corrected == "drag"
 
 
+def test_a_misspelt_synonym_is_respelt_before_the_synonym_rules_run() -> None:
+    # "keybaord" is no corpus word: the phrase rule's own words are correction targets, and the
+    # phrase rule applies to the corrected text, not "shortcuts -> quick links".
+    query, notes = normalize_query("keybaord shortcuts", LEXICON)
+    assert query.tokens == ("keyboard", "hotkey")
+    assert [c.original for c in query.corrections] == ["keybaord"]
+    assert notes == ["synonym: keyboard shortcuts → keyboard hotkeys"]
+    query, _ = normalize_query("homepgae", LEXICON)  # a word rule's misspelt source
+    assert query.tokens == ("home",)
+
+
 def test_the_packaged_model_supplies_the_english_word_list() -> None:
     words = english_words()
     assert {"search", "flight", "calendar"} <= words
