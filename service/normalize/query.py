@@ -87,8 +87,6 @@ def correct_typo(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correctio
     return best
 
 
-
-
 def _within_edits(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
     budget = min(settings.max_edits, 1 if len(token) <= 5 else 2)
     if budget < 1:
