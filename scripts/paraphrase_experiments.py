@@ -79,6 +79,7 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
     sentences_per_chunk = np.bincount(sentence_of, minlength=len(chunks))
     print(f"{len(sentence_texts)} sentences in {len(chunks)} chunks", file=sys.stderr)
     doc_of_chunk = np.array([page_slugs.index(c.doc_slug) for c in chunks])
+    page_chars = {slug: len(docs[slug].content.strip()) for slug in page_slugs}
     # The best of many chunks is high by chance: a page's chunk count, for a size discount.
     log_chunks_of_page = np.log(np.bincount(doc_of_chunk)[doc_of_chunk])
 
@@ -122,6 +123,17 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
         if keyword and query.tokens:
             overlap = len(set(keyword[0].matched_terms)) / len(query.tokens)
         put("base (body)", case.id, fused(query, keyword, hits_from(s_body), w))
+        # A page with almost no text answers little: a length prior on the fused page scores.
+        base_ev = fuse_evidence(keyword, hits_from(s_body), method=FusionMethod.weighted, weights=w,
+                                query_type=query.query_type, rrf_k=60, doc_info=idx.doc_info,
+                                chunk_text=idx.chunk_text).ranking
+        for floor in (100, 200, 400):
+            for power in (0.25, 0.5, 1.0):
+                best: dict[str, float] = {}
+                for e in base_ev:
+                    prior = min(1.0, max(page_chars[e.doc_slug], 1) / floor) ** power
+                    best[e.doc_slug] = max(best.get(e.doc_slug, 0.0), e.score * prior)
+                put(f"length prior {floor} chars ^{power}", case.id, sorted(best, key=lambda d: -best[d])[:10])
         put("semantic only body", case.id, page_ranking(h.doc_slug for h in hits_from(s_body)))
         s_sentence = np.full(len(chunks), -1.0)
         np.maximum.at(s_sentence, sentence_of, sentence_vectors @ q)

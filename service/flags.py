@@ -193,6 +193,9 @@ class FusionFlags(_Flags, frozen=True):
     """Pick weights by query type; off: `weights.default` for every query."""
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 60
     weights: FusionWeights = FusionWeights()
+    short_page_chars: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 150
+    """Pages with less text than this score × (chars / this) ** short_page_power; 0: off."""
+    short_page_power: Annotated[float, msgspec.Meta(ge=0, le=4)] = 0.5
 
 
 class LexicalFlags(_Flags, frozen=True):

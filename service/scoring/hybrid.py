@@ -39,6 +39,7 @@ from service.scoring.fusion import (
     FusionMethod,
     fusion_method,
     reciprocal_rank_fusion,
+    short_page_prior,
     weighted_sum_fusion,
 )
 from service.scoring.indexes import CorpusIndexes
@@ -113,19 +114,25 @@ class Fused:
     """A chunk's text from the in-memory corpus (semantic hits carry none)."""
     explain_keyword: Callable[[Evidence], Evidence] | None
     """Completes a keyword-leg candidate (None: the keyword evidence is complete already)."""
+    priors: dict[str, float] = field(default_factory=dict)
+    """The factor of each page whose score the page prior lowered (short pages)."""
 
     def line(self, key: ChunkKey) -> str:
         parts = self.parts[key]
+        prior = self.priors.get(key[0])
+        discount = "" if prior is None else f" × short page {prior:.2f}"
         if not isinstance(parts, FusedScore):
             kw_pos, sem_pos, score = parts
-            return f"rrf k={self.rrf_k}: keyword rank {kw_pos or '-'}, semantic rank {sem_pos or '-'} = {score:.4f}"
+            shown = score if prior is None else score * prior
+            return (f"rrf k={self.rrf_k}: keyword rank {kw_pos or '-'}, semantic rank {sem_pos or '-'}"
+                    f" = {score:.4f}{discount}" + ("" if prior is None else f" = {shown:.4f}"))
         w_kw, w_sem = self.weights
         return (
             f"hybrid ({self.query_type}): {w_kw:g} × keyword {parts.keyword_norm:.3f}"
             f" (raw {parts.keyword_raw if parts.keyword_raw is not None else '-'})"
             f" + {w_sem:g} × semantic {parts.semantic_norm:.3f}"
             f" (cosine {parts.semantic_raw if parts.semantic_raw is None else round(parts.semantic_raw, 4)})"
-            f" = {parts.fused:.4f}"
+            f" = {parts.fused:.4f}" + ("" if prior is None else f"{discount} = {parts.fused * prior:.4f}")
         )
 
     def explained(self, evidence: Evidence) -> Evidence:
@@ -162,8 +169,12 @@ def fuse_evidence(
     doc_info: Callable[[str], tuple[str, str]],
     chunk_text: Callable[[ChunkKey], str],
     explain_keyword: Callable[[Evidence], Evidence] | None = None,
+    page_prior: Callable[[str], float] | None = None,
 ) -> Fused:
-    """`hybrid` candidates for every chunk either leg found, best first, without text."""
+    """`hybrid` candidates for every chunk either leg found, best first, without text.
+
+    `page_prior` (a page's slug -> a factor ≤ 1) scales each candidate's fused score.
+    """
     by_key: dict[ChunkKey, Evidence] = {_key_of(e): e for e in keyword}
     by_hit: dict[ChunkKey, SemanticHit] = {}
     similarity: dict[ChunkKey, float] = {}
@@ -187,6 +198,11 @@ def fuse_evidence(
             scores[key] = fused_score.fused
             parts[key] = fused_score
 
+    priors: dict[str, float] = {}
+    if page_prior is not None:
+        for key in scores:
+            prior = priors.setdefault(key[0], page_prior(key[0]))
+            scores[key] *= prior
     results: list[Evidence] = []
     for key, score in scores.items():
         base = by_key.get(key)
@@ -195,6 +211,7 @@ def fuse_evidence(
     return Fused(
         ranking=results, keyword=by_key, hits=by_hit, parts=parts, query_type=query_type, weights=weights,
         rrf_k=rrf_k, doc_info=doc_info, chunk_text=chunk_text, explain_keyword=explain_keyword,
+        priors={slug: prior for slug, prior in priors.items() if prior < 1.0},
     )
 
 
@@ -286,6 +303,12 @@ class HybridRetriever:
         hits, timings = await semantic
         return HybridLegs(keyword=keyword, hits=hits, timings=dict(timings), explain_keyword=found.explained)
 
+    def page_prior(self, flags: Flags) -> Callable[[str], float] | None:
+        floor, power = flags.fusion.short_page_chars, flags.fusion.short_page_power
+        if floor <= 0:
+            return None
+        return lambda slug: short_page_prior(self.indexes.page_chars(slug), floor, power)
+
     def fuse(self, query: NormalizedQuery, legs: HybridLegs, flags: Flags) -> HybridCandidates:
         """Fuse the legs with the flags' method and weights, then de-duplicate."""
         started = time.perf_counter()
@@ -294,7 +317,7 @@ class HybridRetriever:
         fused = fuse_evidence(
             legs.keyword, legs.hits, method=method, weights=weights, query_type=query.query_type,
             rrf_k=flags.fusion.rrf_k, doc_info=self.indexes.doc_info, chunk_text=self.indexes.chunk_text,
-            explain_keyword=legs.explain_keyword,
+            explain_keyword=legs.explain_keyword, page_prior=self.page_prior(flags),
         )
         ranking, trimmed = fused.ranking, 0
         if not query.is_multi_intent:

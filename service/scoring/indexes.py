@@ -32,6 +32,11 @@ class CorpusIndexes:
         doc = self.documents_by_slug.get(slug)
         return (doc.content_hash, doc.summary) if doc else ("", "")
 
+    def page_chars(self, slug: str) -> int:
+        """Characters of a page's text (0 for a page this snapshot does not hold)."""
+        doc = self.documents_by_slug.get(slug)
+        return len(doc.content.strip()) if doc else 0
+
     def chunk_text(self, key: ChunkId) -> str:
         """A chunk's Markdown ("" for a chunk this snapshot does not hold, e.g. mid-reseed)."""
         chunk = self.chunks_by_id.get(key)
