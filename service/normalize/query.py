@@ -67,8 +67,9 @@ def correct_typo(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correctio
     2. for a token that is not an English word (`Lexicon.english`), the word
        within `max_edits` edits (a swapped, changed, missing or extra letter is
        one edit; never more than 1 up to 5 letters, as in Lucene's and
-       Elasticsearch's "AUTO" fuzziness) that shares its first letter (as
-       Lucene's spell checker requires). The ratio of rule 1 counts a swap or a
+       Elasticsearch's "AUTO" fuzziness; in a four-letter word only two
+       swapped letters) that shares its first letter (as Lucene's spell
+       checker requires). The ratio of rule 1 counts a swap or a
        changed letter as two edits, so it misses "qeury", "hmoe", "custon".
     """
     if token in lexicon.vocabulary or match_key(token) in lexicon.vocabulary_keys:
@@ -87,6 +88,9 @@ def correct_typo(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correctio
     return best
 
 
+_SWAPS_ONLY_UP_TO = 4
+
+
 def _within_edits(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
     budget = min(settings.max_edits, 1 if len(token) <= 5 else 2)
     if budget < 1:
@@ -95,6 +99,10 @@ def _within_edits(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correcti
         token, lexicon.words_by_initial.get(token[0], ()), scorer=OSA.distance,
         score_cutoff=budget, limit=None,
     )
+    if len(token) <= _SWAPS_ONLY_UP_TO:
+        # In a four-letter word one changed, missing or extra letter makes another word too
+        # often ("docs" -> "dock"); two swapped letters ("hmoe", "taks") rarely do.
+        found = [hit for hit in found if sorted(hit[0]) == sorted(token)]
     if not found:
         return None
     # Fewest edits; then the product's own terms; then the word the corpus uses most.

@@ -103,7 +103,7 @@ EDITS_LEXICON = build_lexicon(
     titles=["Queries", "Search", "Dark Mode", "Drag and drop", "Home"],
     keywords=["custom theme", "entries"],
     texts=["Search the graph. Queries filter tasks. Drag a block. Dark mode and a custom theme. "
-           "Drag again, drag once more."],
+           "Drag again, drag once more. Dock a panel. Move a block, then another block. A black theme."],
     synonyms=Synonyms(),
     english=frozenset({"home", "search", "dark", "mode", "ready", "read", "entire"}),
 )
@@ -135,9 +135,16 @@ def test_english_words_and_distant_words_are_left_alone() -> None:
 
 
 def test_on_a_tie_the_word_the_corpus_uses_most_wins() -> None:
-    # "drak" is one edit from both "dark" (a swap) and "drag" (a change); the corpus says "drag" more.
+    # "blick" is one changed letter from "block" and from "black"; the corpus says "block" more.
+    fix = correct_typo("blick", EDITS_LEXICON, TypoFlags())
+    assert fix is not None and fix.corrected == "block"
+
+
+def test_a_four_letter_word_is_only_corrected_for_swapped_letters() -> None:
+    # "drak" is a swap from "dark" and a changed letter from "drag" (which the corpus says more).
     fix = correct_typo("drak", EDITS_LEXICON, TypoFlags())
-    assert fix is not None and fix.corrected == "drag"
+    assert fix is not None and fix.corrected == "dark"
+    assert correct_typo("docs", EDITS_LEXICON, TypoFlags()) is None  # one changed letter from "dock"
 
 
 def test_a_misspelt_synonym_is_respelt_before_the_synonym_rules_run() -> None:
