@@ -119,21 +119,23 @@ class Fused:
 
     def line(self, key: ChunkKey) -> str:
         parts = self.parts[key]
-        prior = self.priors.get(key[0])
-        discount = "" if prior is None else f" × short page {prior:.2f}"
         if not isinstance(parts, FusedScore):
             kw_pos, sem_pos, score = parts
-            shown = score if prior is None else score * prior
             return (f"rrf k={self.rrf_k}: keyword rank {kw_pos or '-'}, semantic rank {sem_pos or '-'}"
-                    f" = {score:.4f}{discount}" + ("" if prior is None else f" = {shown:.4f}"))
+                    f" = {score:.4f}{self._discount(key, score)}")
         w_kw, w_sem = self.weights
         return (
             f"hybrid ({self.query_type}): {w_kw:g} × keyword {parts.keyword_norm:.3f}"
             f" (raw {parts.keyword_raw if parts.keyword_raw is not None else '-'})"
             f" + {w_sem:g} × semantic {parts.semantic_norm:.3f}"
             f" (cosine {parts.semantic_raw if parts.semantic_raw is None else round(parts.semantic_raw, 4)})"
-            f" = {parts.fused:.4f}" + ("" if prior is None else f"{discount} = {parts.fused * prior:.4f}")
+            f" = {parts.fused:.4f}{self._discount(key, parts.fused)}"
         )
+
+    def _discount(self, key: ChunkKey, score: float) -> str:
+        """The short-page factor and the score it leaves ("" for a page it did not lower)."""
+        prior = self.priors.get(key[0])
+        return "" if prior is None else f" × short page {prior:.2f} = {score * prior:.4f}"
 
     def explained(self, evidence: Evidence) -> Evidence:
         """`evidence` with its snippet and explanation when it is one of this ranking's

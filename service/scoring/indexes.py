@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from service.domain.types import Chunk, Document
 from service.normalize.lexicon import Lexicon, Synonyms, build_lexicon
@@ -32,10 +33,14 @@ class CorpusIndexes:
         doc = self.documents_by_slug.get(slug)
         return (doc.content_hash, doc.summary) if doc else ("", "")
 
+    @cached_property
+    def _page_lengths(self) -> dict[str, int]:
+        # Once per snapshot: phase 3 asks for every candidate page of every query.
+        return {slug: len(doc.content.strip()) for slug, doc in self.documents_by_slug.items()}
+
     def page_chars(self, slug: str) -> int:
         """Characters of a page's text (0 for a page this snapshot does not hold)."""
-        doc = self.documents_by_slug.get(slug)
-        return len(doc.content.strip()) if doc else 0
+        return self._page_lengths.get(slug, 0)
 
     def chunk_text(self, key: ChunkId) -> str:
         """A chunk's Markdown ("" for a chunk this snapshot does not hold, e.g. mid-reseed)."""
