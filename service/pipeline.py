@@ -180,7 +180,9 @@ def keyword_decision_for(
         if multi is not None and calibrated:
             multi = sure_first(calibration, ctx.flags, phase, multi, signals)
         if multi is not None:
-            return multi, stats, signals, explained
+            # The parts' pages with their evidence from the whole query's ranking: one scale,
+            # in the order of its scores, as every other answer.
+            return multi_intent_on(results, multi), stats, signals, explained
     if calibrated and calibration is not None and seed.reason not in CERTAIN_REASONS:
         decision = calibrated_decision(calibration, ctx.flags.decision, phase, ctx.query, results, signals.features)
         return decision, stats, signals, explained
@@ -200,8 +202,9 @@ def part_signals(query: NormalizedQuery, ranking: list[Evidence], thresholds: Th
 def sure_first(
     model: CalibrationModel | None, flags: Flags, phase: int, multi: Answer, signals: DecisionSignals
 ) -> Answer | None:
-    """The multi-intent answer with the pages its parts are sure of first, or None when it does
-    not stand under the calibrated check (`calibration.multi_intent_pages`)."""
+    """The multi-intent answer with the pages its parts are sure of first among its options (its
+    results stay in the order of their scores), or None when it does not stand under the
+    calibrated check (`calibration.multi_intent_pages`)."""
     if model is None:
         return multi
     order = multi_intent_pages(
@@ -209,11 +212,8 @@ def sure_first(
     )
     if order is None:
         return None
-    place = order_of(order)
-    return msgspec.structs.replace(
-        multi, results=tuple(sorted(multi.results, key=lambda e: place(e.doc_slug))),
-        options=tuple(sorted(multi.options, key=lambda o: place(o.doc_slug))),
-    )
+    place = order_of(order)  # the results stay in the order of their scores
+    return msgspec.structs.replace(multi, options=tuple(sorted(multi.options, key=lambda o: place(o.doc_slug))))
 
 
 class Pipeline:

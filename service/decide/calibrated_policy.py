@@ -81,8 +81,8 @@ def calibrated_decision(
 
 
 def multi_intent_on(ranking: Sequence[Evidence], multi: Answer) -> Answer:
-    """A multi-intent answer's pages with their evidence from `ranking` (phase 3's fused
-    scores, the scale of every other phase-3 result), best score first."""
+    """A multi-intent answer's pages with their evidence from `ranking`, the whole query's
+    ranking (the scale of every other result of that phase), best score first."""
     best = {e.doc_slug: e for e in reversed(ranked_by_score(ranking))}
     results = [best.get(e.doc_slug, e) for e in multi.results]
     if any(e.doc_slug not in best for e in multi.results):

@@ -16,12 +16,17 @@ ranking, the keyword decision and the semantic signal, never the scorers.
 | keyword decision       | semantic signal            | phase 3 decision           |
 |------------------------|----------------------------|----------------------------|
 | answer                 | any                        | answer (that page first)   |
-| clarify: ambiguous     | any                        | clarify (same question)    |
+| clarify: ambiguous     | any                        | clarify (same question, its pages first) |
 | clarify: weak          | confident                  | answer                     |
 | clarify: weak          | plausible (≥ floor)        | clarify (weak, fused top)  |
 | clarify: weak/no match | below floor                | no match                   |
 | no match               | confident                  | answer                     |
 | no match               | plausible, not confident   | clarify (weak, fused top)  |
+
+The results are always in the order of their scores (issue 18): a page the keyword rules put
+first ("that page first", "its pages first") leads the fused ranking with its score raised to
+the best score, and `match_explain` says so ("ranked first: …"). Before, it was moved to the
+front with its own, lower score ("results come back unsorted (0.51, 0.99, 0.69)").
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from service.decide import clarify
-from service.decide.policy import distinct_documents, option_of
+from service.decide.policy import distinct_documents, lead_with, names_the_page, option_of
 from service.domain.signals import SemanticSignal
 from service.domain.types import (
     Answer,
@@ -53,14 +58,6 @@ def _fused_confidence(results: Sequence[Evidence]) -> float:
     return round(confidence(best[0].score, best[1].score if len(best) > 1 else 0.0), 4)
 
 
-def _page_first(results: Sequence[Evidence], slug: str) -> tuple[Evidence, ...]:
-    """The answered page's best evidence first, the rest in fused order."""
-    first = next((e for e in results if e.doc_slug == slug), None)
-    if first is None:
-        return tuple(results)
-    return (first, *[e for e in results if e is not first])
-
-
 def decide_hybrid(
     fused: Sequence[Evidence],
     keyword_decision: Decision,
@@ -78,15 +75,24 @@ def decide_hybrid(
         case Answer(reason="multi_intent"):
             return keyword_decision
         case Answer():
-            top_slug = keyword_decision.results[0].doc_slug
-            return Answer(results=_page_first(fused, top_slug), confidence=conf, reason=keyword_decision.reason)
+            # The keyword rules are sure of this page (or the question names it): it leads the
+            # fused ranking, so that the answer's page is the first of results in score order.
+            answered = keyword_decision.results[0]
+            own = next((e for e in fused if e.doc_slug == answered.doc_slug), None)
+            why = names_the_page(answered) if keyword_decision.reason == "explain_subject_is_title" \
+                else f"the keyword rules answer with this page ({keyword_decision.reason or 'confident'})"
+            ranking = tuple(fused) if own is None else lead_with(fused, own, why)
+            return Answer(results=ranking, confidence=conf, reason=keyword_decision.reason)
         case Clarify(reason=reason) if reason in AMBIGUOUS_REASONS:
-            # Evidence for both pages the question names comes first.
-            ordered = tuple(fused)
+            # The keyword rules' question stands ("home": Home's title, a Dashboard keyword; the
+            # semantic leg cannot know that), and the evidence of the pages it names leads.
+            ranking = tuple(fused)
             for option in reversed(keyword_decision.options):
-                ordered = _page_first(ordered, option.doc_slug)
+                own = next((e for e in ranking if e.doc_slug == option.doc_slug), None)
+                if own is not None:
+                    ranking = lead_with(ranking, own, f"the question asks about this page ({option.title})")
             return Clarify(
-                results=ordered, confidence=conf, message=keyword_decision.message,
+                results=ranking, confidence=conf, message=keyword_decision.message,
                 options=keyword_decision.options, reason=reason,
             )
     if confident:

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
+
 from service.decide import clarify
 from service.domain.types import (
     Answer,
@@ -87,6 +89,20 @@ def explain_target(query: NormalizedQuery, results: Sequence[Evidence]) -> Evide
     return None
 
 
+def lead_with(results: Sequence[Evidence], target: Evidence, why: str) -> tuple[Evidence, ...]:
+    """The ranking with `target` first, its score raised to the best score so that the results
+    stay in the order of their scores; `match_explain` says why ("ranked first: <why>")."""
+    best = max((e.score for e in results), default=target.score)
+    lifted = target if target.score >= best else msgspec.structs.replace(
+        target, score=best, match_explain=(*target.match_explain, f"ranked first: {why}"),
+    )
+    return (lifted, *[e for e in results if e is not target])
+
+
+def names_the_page(target: Evidence) -> str:
+    return f"the question names this page ({target.title})"
+
+
 def _confidence_score(evidence: Evidence) -> float:
     """The seed-formula score (MIN_CONF's scale) even when BM25 ranked the list."""
     return evidence.score if evidence.seed_score is None else evidence.seed_score
@@ -105,8 +121,11 @@ def decide(
 
     target = explain_target(query, results)
     if target is not None and weakness(target, thresholds) is None:
-        ordered = (target, *[e for e in results if e is not target])
-        return Answer(results=ordered, confidence=1.0, reason="explain_subject_is_title")
+        # "what is X" names the page titled X: that page ranks first.
+        return Answer(
+            results=lead_with(results, target, names_the_page(target)), confidence=1.0,
+            reason="explain_subject_is_title",
+        )
 
     top = results[0]
     others = distinct_documents(results, limit=3)
@@ -169,7 +188,7 @@ def decide_multi_intent(
         return None
     chosen = chosen[:2]
     return Answer(
-        results=tuple(chosen),
+        results=tuple(sorted(chosen, key=lambda e: -e.score)),  # the options keep the parts' order
         confidence=1.0,
         message=clarify.MULTI_INTENT,
         options=tuple(option_of(e) for e in chosen),

@@ -198,8 +198,8 @@ def replayed_status(
     `multi`: a multi-intent answer's pages in the calibrated order (`multi_intent_pages`; empty:
     as shown), None when it does not stand."""
     if run.reason == "multi_intent" and multi is not None:
-        place = order_of(multi)
-        return run.status, tuple(sorted(run.shown, key=place)), tuple(sorted(run.options, key=place))
+        place = order_of(multi)  # sure pages first among the options; results keep their scores' order
+        return run.status, run.shown, tuple(sorted(run.options, key=place))
     if run.keyword_reason == "out_of_domain" and run.reason != "multi_intent":
         return "no_match", (), ()
     if run.keyword_reason == "explain_subject_is_title" and run.reason != "multi_intent":

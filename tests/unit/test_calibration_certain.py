@@ -100,7 +100,7 @@ def test_the_fit_replays_the_found_rule_as_the_service_applies_it() -> None:
     assert replayed_status(missing, 0.05, T, None) == ("no_match", (), ())
 
 
-def test_the_pipeline_puts_the_sure_page_first_in_answer_and_options() -> None:
+def test_the_sure_page_leads_the_options_while_the_results_keep_their_scores_order() -> None:
     from service.decide.calibration import CalibrationModel
     from service.domain.types import Answer, Option
     from service.flags import Flags
@@ -111,7 +111,8 @@ def test_the_pipeline_puts_the_sure_page_first_in_answer_and_options() -> None:
         phases={"1": MARKER, "2": MARKER, "3": MARKER}, answer_p=(0.7,) * 3, no_match_p=(0.2,) * 3,
         ambiguity_ratio=(1.01,) * 3, library="x", query_set="q", fitted_at="t",
     )
-    navigator, links = ev("widgets/navigator", 1.6), ev("widgets/quick-links", 7.2)
+    # The level part's page scores higher than the sure part's page.
+    navigator, links = ev("widgets/navigator", 7.2), ev("widgets/quick-links", 1.6)
     multi = Answer(
         results=(navigator, links), confidence=1.0, message="Which one should I go deeper on?", reason="multi_intent",
         options=tuple(Option(doc_slug=e.doc_slug, title=e.title, category=e.category) for e in (navigator, links)),
@@ -123,7 +124,7 @@ def test_the_pipeline_puts_the_sure_page_first_in_answer_and_options() -> None:
     flags = Flags()
     ordered = sure_first(calibration, flags, 2, multi, signals)
     assert ordered is not None
-    assert [e.doc_slug for e in ordered.results] == ["widgets/quick-links", "widgets/navigator"]
+    assert [e.doc_slug for e in ordered.results] == ["widgets/navigator", "widgets/quick-links"]
     assert [o.doc_slug for o in ordered.options] == ["widgets/quick-links", "widgets/navigator"]
     assert ordered.message == multi.message
     unsure = msgspec.structs.replace(signals, parts=(signals.parts[0], part(("widgets/quick-links",), sure=False)))

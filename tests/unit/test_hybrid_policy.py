@@ -46,19 +46,50 @@ def test_signal_margin_is_against_another_document() -> None:
     assert signal.top_doc == "a/x" and round(signal.margin, 3) == 0.1
 
 
-def test_keyword_answer_stays_an_answer_with_its_page_first() -> None:
+NO_SIGNAL = SemanticSignal(top_similarity=0.3, margin=0.0, top_doc=None)
+
+
+def scores(decision: Answer | Clarify | NoMatch) -> list[float]:
+    return [e.score for e in decision.results]
+
+
+def test_keyword_answer_on_the_fused_top_page_answers_in_the_fused_order() -> None:
+    keyword = Answer(results=(ev("concepts/notes", 5.0),), confidence=0.8)
+    decision = decide_hybrid(FUSED, keyword, NO_SIGNAL, Q, T)
+    assert isinstance(decision, Answer) and decision.results == tuple(FUSED)
+
+
+def test_a_keyword_answer_leads_the_fused_ranking_with_its_scores_in_order() -> None:
+    # The "results come back unsorted (0.51, 0.99, 0.69)": the keyword page was moved
+    # to the front with its own, lower fused score.
     keyword = Answer(results=(ev("concepts/workspace", 5.0),), confidence=0.8)
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=0.3, margin=0.0, top_doc=None), Q, T)
-    assert isinstance(decision, Answer) and decision.results[0].doc_slug == "concepts/workspace"
+    decision = decide_hybrid(FUSED, keyword, NO_SIGNAL, Q, T)
+    assert isinstance(decision, Answer)
+    assert [e.doc_slug for e in decision.results] == ["concepts/workspace", "concepts/notes"]
+    assert scores(decision) == [0.9, 0.9]
+    assert decision.results[0].match_explain[-1] == "ranked first: the keyword rules answer with this page (confident)"
 
 
-def test_keyword_ambiguity_survives_a_confident_neighbour() -> None:
+def test_what_is_a_title_ranks_that_page_first_and_says_why() -> None:
+    query = NormalizedQuery(raw="what is workspace", tokens=("workspace",), phrase="workspace", intent="explain",
+                            subject="workspace")
+    keyword = Answer(results=(ev("concepts/workspace", 5.0),), confidence=1.0, reason="explain_subject_is_title")
+    decision = decide_hybrid(FUSED, keyword, NO_SIGNAL, query, T)
+    assert isinstance(decision, Answer) and [e.doc_slug for e in decision.results] == ["concepts/workspace", "concepts/notes"]
+    assert scores(decision) == [0.9, 0.9]
+    assert decision.results[0].match_explain[-1] == "ranked first: the question names this page (Workspace)"
+
+
+def test_keyword_ambiguity_survives_a_confident_neighbour_with_its_pages_first_in_score_order() -> None:
+    fused = [ev("concepts/notes", 0.9), ev("widgets/recent", 0.7), ev("concepts/workspace", 0.6)]
     options = (Option(doc_slug="concepts/workspace", title="W", category="concepts"),
                Option(doc_slug="concepts/notes", title="N", category="concepts"))
     keyword = Clarify(results=(), confidence=0.1, message="Do you mean W or N?", options=options, reason="small_gap")
-    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=0.8, margin=0.2, top_doc="concepts/notes"), Q, T)
+    decision = decide_hybrid(fused, keyword, SemanticSignal(top_similarity=0.8, margin=0.2, top_doc="concepts/notes"), Q, T)
     assert isinstance(decision, Clarify) and decision.message == "Do you mean W or N?"
-    assert [e.doc_slug for e in decision.results[:2]] == ["concepts/workspace", "concepts/notes"]
+    assert decision.options == options
+    assert [e.doc_slug for e in decision.results] == ["concepts/workspace", "concepts/notes", "widgets/recent"]
+    assert scores(decision) == [0.9, 0.9, 0.7]
 
 
 def test_confident_neighbour_turns_a_weak_match_into_an_answer() -> None:

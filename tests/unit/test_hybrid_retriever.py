@@ -92,8 +92,15 @@ async def test_eval_ranks_phase_three_exactly_as_the_service_does(overrides: dic
         assert _key(evaluated) == _key(service.candidates.fused), text
         assert doc_ranking(evaluated, k) == doc_ranking(service.candidates.fused, k), text
         if isinstance(service.decision, Answer) and service.decision.reason != "multi_intent":
-            # The decision reorders (the answered page first); it never rescores.
-            assert sorted(_key(list(service.decision.results))) == sorted(_key(service.candidates.fused)), text
+            # The decision keeps the fused evidence; only the page it answers with may lead, its
+            # score raised to the best one and the reason given, so the scores stay in order.
+            shown = list(service.decision.results)
+            lifted = [e for e in shown if any(line.startswith("ranked first:") for line in e.match_explain)]
+            assert len(lifted) <= 1 and all(e is shown[0] for e in lifted), text
+            assert [e.score for e in shown] == sorted((e.score for e in shown), reverse=True), text
+            rest = [e for e in shown if e not in lifted]
+            assert sorted(_key(rest)) == sorted(k for k in _key(service.candidates.fused)
+                                               if (k[0], k[1]) not in {(e.doc_slug, e.chunk_index) for e in lifted}), text
 
 
 async def test_query_type_is_detected_once_and_picks_the_weights() -> None:

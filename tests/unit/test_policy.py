@@ -111,3 +111,26 @@ def test_multi_intent_returns_two_documents_and_asks() -> None:
 def test_multi_intent_needs_two_strong_parts() -> None:
     parts = [[ev("concepts/workspace", 1.0, 11, exact=True)], [ev("concepts/widgets", 0.1, 1, terms=("w",))]]
     assert decide_multi_intent(parts, Q, T) is None
+
+
+def test_multi_intent_results_are_in_the_order_of_their_scores_and_options_in_the_parts_order() -> None:
+    # "rename a note and add it to my quick links" came back as (4.05, 5.91).
+    parts = [
+        [ev("actions/notes", 4.05, 11, exact=True, terms=("rename", "note"))],
+        [ev("widgets/quick-links", 5.91, 11, exact=True, terms=("quick", "links"))],
+    ]
+    decision = decide_multi_intent(parts, Q, T)
+    assert decision is not None
+    assert [e.score for e in decision.results] == [5.91, 4.05]
+    assert [o.doc_slug for o in decision.options] == ["actions/notes", "widgets/quick-links"]
+
+
+def test_what_is_a_page_title_answers_that_page_first_with_the_best_score() -> None:
+    query = NormalizedQuery(raw="what is a dashboard", tokens=("home",), phrase="home", intent="explain",
+                            subject="dashboard")
+    home, dashboard = ev("concepts/home", 0.34, 8), ev("concepts/dashboard", 0.33, 8)
+    decision = decide([home, dashboard], query, T)
+    assert isinstance(decision, Answer) and decision.reason == "explain_subject_is_title"
+    assert [e.doc_slug for e in decision.results] == ["concepts/dashboard", "concepts/home"]
+    assert [e.score for e in decision.results] == [0.34, 0.34]
+    assert decision.results[0].match_explain[-1] == "ranked first: the question names this page (Dashboard)"
