@@ -150,17 +150,21 @@ class KeywordHits:
     notes: Sequence[str]
 
     def explained(self, evidence: Evidence) -> Evidence:
-        """`search`'s evidence for one of `results`, with the lines a decision appended
-        since kept last; any other evidence (e.g. from another search) unchanged."""
+        """`search`'s evidence for one of `results`, with the score and the lines a decision
+        gave it kept ("ranked first: …" raises a score); any other evidence (e.g. from another
+        search) unchanged."""
         if evidence.snippet:
             return evidence
         numbers = msgspec.structs.replace(evidence, match_explain=())
         for at, position in enumerate(self.ranking.order):
-            if numbers == self.results[at]:
+            found = self.results[at]
+            if numbers == msgspec.structs.replace(found, score=evidence.score):
                 full = _evidence(
                     self.index.units[position], position, self.query, self.ranking, self.index.source, self.notes,
                 )
-                return msgspec.structs.replace(full, match_explain=(*full.match_explain, *evidence.match_explain))
+                return msgspec.structs.replace(
+                    full, score=evidence.score, match_explain=(*full.match_explain, *evidence.match_explain),
+                )
         return evidence
 
 

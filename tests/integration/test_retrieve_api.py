@@ -124,3 +124,17 @@ async def test_reindex_requires_the_token_and_reports_counts(service_client: Any
     assert response.status_code == 200, response.text
     report = response.json()
     assert report["embedded"] == 0 and report["reused"] == report["total"] > 100
+
+
+@pytest.mark.parametrize("phase", [1, 2, 3])
+async def test_a_page_the_question_names_leads_with_its_snippet_and_the_reason(service_client: Any, phase: int) -> None:
+    # "what is a dashboard": the synonym dashboard -> home makes Home score a little higher,
+    # the question names Dashboard; it leads, with the best score and its text (issue 18).
+    payload = await _retrieve(service_client, query="what is a dashboard", phase=phase)
+    assert payload["status"] == "answer"
+    top, scores = payload["results"][0], [r["score"] for r in payload["results"]]
+    assert top["doc_slug"] == "concepts/dashboard"
+    assert scores == sorted(scores, reverse=True)
+    assert top["snippet"], top
+    assert "ranked first: the question names this page (Dashboard)" in top["match_explain"]
+    assert len(top["match_explain"]) > 1  # the ranking's own explanation is kept
