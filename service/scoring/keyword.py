@@ -158,7 +158,8 @@ class KeywordHits:
         numbers = msgspec.structs.replace(evidence, match_explain=())
         for at, position in enumerate(self.ranking.order):
             found = self.results[at]
-            if numbers == msgspec.structs.replace(found, score=evidence.score):
+            same_unit = found.doc_slug == evidence.doc_slug and found.chunk_index == evidence.chunk_index
+            if same_unit and numbers == msgspec.structs.replace(found, score=evidence.score):
                 full = _evidence(
                     self.index.units[position], position, self.query, self.ranking, self.index.source, self.notes,
                 )
