@@ -25,6 +25,7 @@ Fixtures (all integration tests should use these, never mocks):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -124,6 +125,19 @@ async def db_url(pg_server: PgServer) -> AsyncIterator[str]:
 
 
 ADMIN_TOKEN_FOR_TESTS = "shared-test-admin-token-0123456789"
+
+
+@contextlib.asynccontextmanager
+async def decision_policy(client: Any, policy: str) -> AsyncIterator[None]:
+    """`client`'s app under `decision.policy: <policy>` (a runtime override, removed after)."""
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
+    response = await client.put("/admin/flags", json={"name": "decision.policy", "value": policy}, headers=auth)
+    assert response.status_code == 200, response.text
+    try:
+        yield
+    finally:
+        response = await client.delete("/admin/flags/decision.policy", headers=auth)
+        assert response.status_code in (200, 204), response.text
 READY_TIMEOUT_S = 240.0
 
 

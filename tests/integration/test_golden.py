@@ -66,18 +66,10 @@ OTHER_POLICY = _other_policy()
 @pytest.fixture
 async def other_policy(service_client: Any) -> AsyncIterator[str]:
     """The shared app under the other `decision.policy` for one test (runtime override, then removed)."""
-    from tests.conftest import ADMIN_TOKEN_FOR_TESTS
+    from tests.conftest import decision_policy
 
-    auth = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
-    response = await service_client.put(
-        "/admin/flags", json={"name": "decision.policy", "value": OTHER_POLICY}, headers=auth,
-    )
-    assert response.status_code == 200, response.text
-    try:
+    async with decision_policy(service_client, OTHER_POLICY):
         yield OTHER_POLICY
-    finally:
-        response = await service_client.delete("/admin/flags/decision.policy", headers=auth)
-        assert response.status_code in (200, 204), response.text
 
 
 # Where the other policy's answer differs from the default's on a golden case today: case id →

@@ -16,11 +16,10 @@ import pytest
 
 from service.evaluation.labelled import load_query_set
 from service.settings import PROJECT_ROOT
-from tests.conftest import ADMIN_TOKEN_FOR_TESTS
+from tests.conftest import decision_policy
 
 SEED_QUERIES = [case.query for case in load_query_set(PROJECT_ROOT / "bench/queries/seed.yaml")]
 LOGSEQ_QUERIES = [case.query for case in load_query_set(PROJECT_ROOT / "bench/queries/logseq.yaml")]
-AUTH = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
 
 
 async def _out_of_order(client: Any, queries: list[str]) -> list[str]:
@@ -38,13 +37,8 @@ async def _out_of_order(client: Any, queries: list[str]) -> list[str]:
 @pytest.fixture(params=["seed_rules", "calibrated"])
 async def seed_client_under(request: pytest.FixtureRequest, service_client: Any) -> AsyncIterator[Any]:
     """The shared seed-corpus app under each decision policy (runtime override, then removed)."""
-    response = await service_client.put("/admin/flags", json={"name": "decision.policy", "value": request.param}, headers=AUTH)
-    assert response.status_code == 200, response.text
-    try:
+    async with decision_policy(service_client, request.param):
         yield service_client
-    finally:
-        response = await service_client.delete("/admin/flags/decision.policy", headers=AUTH)
-        assert response.status_code in (200, 204), response.text
 
 
 async def test_seed_corpus_results_are_in_the_order_of_their_scores(seed_client_under: Any) -> None:
