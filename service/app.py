@@ -143,8 +143,11 @@ def _connect_operations(st: AppState, operations: Operations, app: Litestar) -> 
     """Runtime flags follow the store; the store starts and stops with the pool."""
 
     def on_change(flags: Flags) -> None:
+        timeout_changed = flags.timeouts.db_ms != st.flags.timeouts.db_ms
         st.flags = flags
         publish_flag_limits(app, flags)  # e.g. retrieval.max_top_k in the request schema
+        if timeout_changed and st.database is not None:
+            st.database.recheck()  # the probe's verdict depends on this timeout
 
     async def start(dsn: str) -> None:
         await operations.store.start(dsn)

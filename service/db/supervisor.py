@@ -94,6 +94,7 @@ class DatabaseSupervisor:
         self.pool_changed: Callable[[asyncpg.Pool[Any] | None], None] | None = None
         self._down_since: float | None = None
         self._thread: asyncio.Future[str] | None = None
+        self._probe_now = asyncio.Event()
 
     # -- reporting ----------------------------------------------------------
     @property
@@ -141,11 +142,22 @@ class DatabaseSupervisor:
         self.state, self.cause = "up", None
 
     # -- watch ----------------------------------------------------------------
+    def recheck(self) -> None:
+        """Probe at once instead of after the back-off: called when `timeouts.db_ms` changes,
+        so an operator who mends a too-short timeout sees the database up again right away."""
+        self._probe_now.set()
+
+    async def _pause(self, delay: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay):
+                await self._probe_now.wait()
+        self._probe_now.clear()
+
     async def watch(self) -> None:
         """Run until cancelled: restart a dead embedded server, probe otherwise."""
         delay = self.interval_s
         while True:
-            await asyncio.sleep(delay)
+            await self._pause(delay)
             try:
                 embedded = self.embedded
                 if embedded is not None and embedded.owner and not embedded.running():
