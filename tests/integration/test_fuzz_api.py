@@ -251,4 +251,5 @@ def _drop_overrides(app: Litestar) -> None:
     for name in list(ops.store.overrides):
         response = delete.Case(path_parameters={"name": name}).call(
             app=app, headers={"Authorization": f"Bearer {FUZZ_TOKEN}"})
-        assert response.status_code == 200, response.text
+        # 404: a reload the flag listener had in flight dropped it already.
+        assert response.status_code in (200, 404), response.text
