@@ -14,6 +14,7 @@ import hashlib
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,13 @@ def ensure_onnx(model_dir: Path, cache_root: Path, int8: bool) -> Path:
     return target
 
 
+TOKENS_PER_PASS = 512
+"""Padded tokens one forward pass may hold. On 2 cores a passage of ~140 tokens runs faster
+alone than in a batch (activations of a batch outgrow the caches), short queries faster
+batched: logseq-docs passages took 0.6x the time of batches of 32 at 1 and 2 threads, 64
+queries the same time (README "Embedding backends")."""
+
+
 class OnnxEmbedder(WindowedEmbedder):
     """One onnxruntime session, threads sized to the cores (called from the model thread)."""
 
@@ -118,19 +126,37 @@ class OnnxEmbedder(WindowedEmbedder):
         super().__init__(path, model_name, dim, max_len)
 
     def _encode(self, texts: list[str]) -> Matrix:
-        # Sorted by length, as sentence-transformers does: less padding per batch.
-        order = np.argsort([-len(t) for t in texts], kind="stable")
+        # Tokenised once, padded on the right to the longest text; each forward pass is
+        # sliced to its own longest text, so padding beyond it never reaches the model.
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        lengths = mask.sum(axis=1)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            encodings = self._tokenizer.encode_batch([texts[i] for i in idx])
-            ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-            mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
-            feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+        for group in forward_passes(lengths.tolist(), self.batch_size, TOKENS_PER_PASS):
+            idx = np.asarray(group)
+            width = int(lengths[idx].max())
+            feeds: dict[str, Any] = {"input_ids": ids[idx, :width], "attention_mask": mask[idx, :width]}
             if "token_type_ids" in self._input_names:
-                feeds["token_type_ids"] = np.zeros_like(ids)
+                feeds["token_type_ids"] = np.zeros_like(feeds["input_ids"])
             hidden = self._session.run(None, feeds)[0]
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            out[idx] = pooled
+            weights = feeds["attention_mask"][..., None].astype(np.float32)
+            out[idx] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return normalise(out)
+
+
+def forward_passes(lengths: Sequence[int], max_texts: int, token_budget: int) -> list[list[int]]:
+    """Indexes of `lengths` (token counts) grouped into forward passes: longest first, each pass
+    at most `max_texts` texts and `token_budget` padded tokens (texts × its longest), never
+    empty (a text longer than the budget runs alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    passes: list[list[int]] = []
+    for i in order:
+        current = passes[-1] if passes else None
+        # Sorted longest first: the pass's first text is its longest.
+        if current is not None and len(current) < max_texts and \
+                (len(current) + 1) * lengths[current[0]] <= token_budget:
+            current.append(i)
+        else:
+            passes.append([i])
+    return passes

@@ -13,7 +13,12 @@ import pytest
 from service.domain.types import Document
 from service.embedding.torch_backend import TorchEmbedder as Embedder
 from service.ingest.chunker import chunk_document, content_hash
-from service.ingest.indexer import active_model, drop_other_models, index_embeddings
+from service.ingest.indexer import (
+    active_model,
+    drop_other_models,
+    index_embeddings,
+    passage_context,
+)
 from service.scoring.semantic import semantic_search, semantic_sql, vector_literal
 
 DOCS = [
@@ -127,6 +132,38 @@ async def test_unchanged_corpus_embeds_nothing_the_second_time(
     assert embedder.embedded == total
     row = await pool.fetchrow("select model, dim from chunk_embeddings limit 1")
     assert (row["model"], row["dim"]) == ("all-MiniLM-L6-v2", 384)
+
+
+class RecordingEmbedder(CountingEmbedder):
+    """Keeps every batch it was given, in order."""
+
+    def __init__(self, real: Embedder) -> None:
+        super().__init__(real)
+        self.batches: list[list[tuple[str, str]]] = []
+
+    def embed_passages(self, items: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        self.batches.append(list(items))
+        return super().embed_passages(items)
+
+
+async def test_longest_passages_go_first_and_every_vector_lands_on_its_own_chunk(
+    pool: Any, real_embedder: Embedder
+) -> None:
+    await insert_docs(pool, DOCS)
+    embedder = RecordingEmbedder(real_embedder)
+    await index_embeddings(pool, embedder, batch_size=2)
+    # A batch is padded to its longest input: batches of like lengths waste the least.
+    lengths = [len(context) + len(text) for batch in embedder.batches for context, text in batch]
+    assert len(lengths) > 2 and lengths == sorted(lengths, reverse=True)
+    rows = await pool.fetch(
+        "select c.title, c.header_path, c.content, e.embedding::text as vector"
+        " from chunk_embeddings e join docs_knowledge_chunks c on c.id = e.chunk_id"
+    )
+    assert len(rows) == len(lengths)
+    for row in rows:
+        stored = np.array([float(x) for x in row["vector"].strip("[]").split(",")], dtype=np.float32)
+        alone = real_embedder.embed_passages([(passage_context(row["header_path"], row["title"]), row["content"])])[0]
+        assert float(stored @ alone) > 0.999, row["header_path"]
 
 
 async def test_edited_chunk_is_the_only_one_re_embedded(pool: Any, real_embedder: Embedder) -> None:
