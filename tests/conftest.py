@@ -139,6 +139,8 @@ async def decision_policy(client: Any, policy: str) -> AsyncIterator[None]:
     finally:
         response = await client.delete("/admin/flags/decision.policy", headers=auth)
         assert response.status_code in (200, 204), response.text
+
+
 READY_TIMEOUT_S = 240.0
 
 
