@@ -38,6 +38,9 @@ from service.settings import PROJECT_ROOT, Settings
 
 RANKED_KINDS = ("keyword", "question", "paraphrase", "typo", "multi_intent")
 DEPTH = 10
+# Keyword weights tried by `--fusion-ceiling` (semantic = 1 - keyword): no choice of fusion weight
+# per query, however it is predicted, ranks better than the best of these for that query.
+CEILING_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 CORPORA: Mapping[str, Path] = {"logseq-docs": PROJECT_ROOT / "tests" / "corpora" / "logseq-docs"}
 
 
@@ -138,6 +141,25 @@ class KindSession:
     ) -> dict[str, list[str]]:
         return {case.id: await self.rank(case.query, flags, phase) for case in cases}
 
+    async def fusion_ceiling(self, cases: Sequence[LabelledQuery], flags: Flags) -> dict[str, dict[str, list[str]]]:
+        """Phase 3 rankings under the flags, the keyword leg alone, the semantic leg alone, and
+        with hindsight the best fusion weight for each case (`CEILING_WEIGHTS`)."""
+        by_weight: dict[float, dict[str, list[str]]] = {}
+        for weight in CEILING_WEIGHTS:
+            fixed = apply_overrides(flags, {"fusion.method": "weighted", "fusion.query_type_weights": False,
+                                            "fusion.weights.default": [weight, round(1.0 - weight, 2)]})
+            by_weight[weight] = await self.rankings(cases, fixed, 3)
+        return {
+            "flags": await self.rankings(cases, flags, 3),
+            "keyword leg alone": by_weight[1.0],
+            "semantic leg alone": by_weight[0.0],
+            "best weight per case (hindsight)": {
+                case.id: min((by_weight[w][case.id] for w in CEILING_WEIGHTS),
+                             key=lambda ranking: first_relevant_rank(ranking, case.pages) or DEPTH + 1)
+                for case in cases
+            },
+        }
+
 
 async def open_session(
     admin_dsn: str, settings: Settings, flags: Flags, seeds_dir: Path, corpus: str, embedder: Any = None,
@@ -196,7 +218,7 @@ def corpus_dir(corpus: str, settings: Settings, override: Path | None) -> Path:
 
 async def run_kinds(
     admin_dsn: str, settings: Settings, flags: Flags, cases: Sequence[LabelledQuery], corpus: str,
-    seeds_dir: Path, phases: Sequence[int], *, embedder: Any = None,
+    seeds_dir: Path, phases: Sequence[int], *, embedder: Any = None, fusion_ceiling: bool = False,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     session, pool = await open_session(admin_dsn, settings, flags, seeds_dir, corpus, embedder)
@@ -209,6 +231,9 @@ async def run_kinds(
             say(f"phase {phase}: {len(wanted)} queries in {time.perf_counter() - t0:.1f}s")
             results["phases"][str(phase)] = summarise(wanted, rankings)
             results.setdefault("cases", {})[str(phase)] = case_rows(wanted, rankings)
+        if fusion_ceiling:
+            rows = await session.fusion_ceiling(wanted, flags)
+            results["ceiling"] = {name: summarise(wanted, ranked) for name, ranked in rows.items()}
     finally:
         await pool.close()
     say(f"eval-kinds finished in {time.perf_counter() - started:.0f}s")
@@ -245,14 +270,33 @@ def format_kinds(results: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_ceiling(ceiling: Mapping[str, Mapping[str, Mapping[str, KindScore]]]) -> str:
+    """Phase 3 top-1 / top-3 per kind for each ranking of `fusion_ceiling`."""
+    kinds = [k for k in (*RANKED_KINDS, "all") if any(k in t[s] for t in ceiling.values() for s in SPLITS)]
+    head = " | ".join(f"{split} {kind}" for split in SPLITS for kind in kinds)
+    lines = [f"| phase 3 ranking (top-1 / top-3 %) | {head} |", "|---|" + "--:|" * (len(kinds) * len(SPLITS))]
+    for name, table in ceiling.items():
+        cells = []
+        for split in SPLITS:
+            for kind in kinds:
+                score = table[split].get(kind)
+                cells.append("-" if score is None else f"{100 * score.top1:.1f} / {100 * score.top3:.1f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _tables_json(table: Mapping[str, Mapping[str, KindScore]]) -> dict[str, Any]:
+    return {split: {kind: s.as_dict() for kind, s in kinds.items()} for split, kinds in table.items()}
+
+
 def to_json(results: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+    out = {
         "corpus": results["corpus"],
-        "phases": {
-            phase: {split: {kind: s.as_dict() for kind, s in kinds.items()} for split, kinds in table.items()}
-            for phase, table in results["phases"].items()
-        },
+        "phases": {phase: _tables_json(table) for phase, table in results["phases"].items()},
     }
+    if "ceiling" in results:
+        out["fusion_ceiling"] = {name: _tables_json(table) for name, table in results["ceiling"].items()}
+    return out
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
@@ -282,6 +326,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", type=Path, help="also write the table as JSON to this file")
     p.add_argument("--cases", type=Path,
                    help="write every case's rank and first five pages per phase as JSON (to read the misses)")
+    p.add_argument("--fusion-ceiling", action="store_true",
+                   help="also rank phase 3 with each leg alone and with the best fusion weight per case chosen "
+                   "with hindsight: the most any per-query fusion of the two legs can reach")
     p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
     p.set_defaults(handler=run)
 
@@ -302,9 +349,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"error: corpus directory not found: {seeds_dir} (pass --seeds-dir)", file=sys.stderr)
         return 2
     phases = [1, 2, 3] if args.phase == "all" else [int(args.phase)]
-    results = run_with_database(settings, lambda dsn: run_kinds(dsn, settings, flags, cases, corpus, seeds_dir, phases))
+    results = run_with_database(settings, lambda dsn: run_kinds(
+        dsn, settings, flags, cases, corpus, seeds_dir, phases, fusion_ceiling=args.fusion_ceiling))
     print(f"{args.queries} (corpus {corpus}, {seeds_dir})")
     print(format_kinds(results))
+    if "ceiling" in results:
+        print()
+        print(format_ceiling(results["ceiling"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(to_json(results), indent=2) + "\n", encoding="utf-8")
