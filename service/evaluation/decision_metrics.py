@@ -8,7 +8,8 @@ Definitions (the issue's, made exact):
 - ambiguous clarified: ambiguous cases answered with a clarification, and with one whose
   options include the case's pages (all of them, or at least two when it lists more);
 - top-1, top-3, MRR@10 per kind: the ranking by score (distinct pages), against the case's
-  pages; out-of-domain cases have no right page and are left out.
+  pages; out-of-domain cases have no right page and are left out;
+- ranking ceilings (`ranking_ceiling`): what no decision rule can exceed on a given ranking.
 """
 
 from __future__ import annotations
@@ -148,6 +149,38 @@ def per_kind(pairs: Sequence[tuple[LabelledQuery, CaseRun]]) -> dict[str, dict[s
             "mrr@10": round(sums[(kind, "mrr")] / n, 4),
         }
     return out
+
+
+@dataclass(frozen=True)
+class RankingCeiling:
+    """The most any decision rule can reach when it may only answer with, or offer, the ranking's
+    first pages: it answers exactly the answerable cases whose first page is right, then as many
+    others as `max_wrong` allows; it asks between the ranking's two (three) best pages."""
+
+    coverage: float | None
+    ambiguous_in_top2: float | None
+    ambiguous_in_top3: float | None
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"coverage": self.coverage, "ambiguous_in_top2": self.ambiguous_in_top2,
+                "ambiguous_in_top3": self.ambiguous_in_top3}
+
+
+def ranking_ceiling(pairs: Iterable[tuple[LabelledQuery, CaseRun]], max_wrong: float) -> RankingCeiling:
+    answerable = right_first = ambiguous = in_top2 = in_top3 = 0
+    for case, run in pairs:
+        if case.decision == "answer":
+            answerable += 1
+            right_first += top_is_right(case, run.ranked)
+        if case.kind == "ambiguous":
+            ambiguous += 1
+            in_top2 += clarification_is_right(case, run.ranked[:2])
+            in_top3 += clarification_is_right(case, run.ranked[:3])
+    # w wrong answers beside r right ones keep w / (r + w) <= max_wrong.
+    wrong_allowed = int(max_wrong * right_first / (1.0 - max_wrong) + 1e-9)
+    covered = right_first + min(wrong_allowed, answerable - right_first)
+    return RankingCeiling(coverage=_share(covered, answerable), ambiguous_in_top2=_share(in_top2, ambiguous),
+                          ambiguous_in_top3=_share(in_top3, ambiguous))
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,9 @@ from service.evaluation.command import database_name, load_cached_embedder, prep
 from service.evaluation.decision_metrics import (
     CaseRun,
     DecisionReport,
+    RankingCeiling,
     best_threshold,
+    ranking_ceiling,
     report,
     risk_coverage,
     top_is_right,
@@ -419,6 +421,28 @@ def plot_curves(path: Path, runs: Sequence[CaseRun], by_id: dict[str, LabelledQu
     say(f"wrote {path}")
 
 
+def ceilings(runs: Sequence[CaseRun], by_id: dict[str, LabelledQuery], phases: Sequence[int]
+             ) -> dict[int, dict[str, RankingCeiling]]:
+    """Per phase and split, what the ranking leaves any decision rule (`ranking_ceiling`)."""
+    return {
+        phase: {
+            split: ranking_ceiling([(by_id[r.case_id], r) for r in runs if r.phase == phase
+                                    and r.policy == "seed_rules" and by_id[r.case_id].split == split], MAX_WRONG)
+            for split in SPLITS
+        }
+        for phase in phases
+    }
+
+
+def ceiling_notes(by_phase: dict[int, dict[str, RankingCeiling]]) -> list[str]:
+    return [
+        f"phase {phase} {split}: at most {_pct(c.coverage)} coverage with <= {MAX_WRONG:.0%} wrong answers; "
+        f"ambiguous cases whose pages are the ranking's two / three best: "
+        f"{_pct(c.ambiguous_in_top2)} / {_pct(c.ambiguous_in_top3)}"
+        for phase, splits in by_phase.items() for split, c in splits.items()
+    ]
+
+
 def threshold_notes(runs: Sequence[CaseRun], by_id: dict[str, LabelledQuery], model: CalibrationModel) -> list[str]:
     """Where the curve (answer iff p ≥ t, nothing else) crosses 3 % risk, per phase and split."""
     out = []
@@ -556,6 +580,10 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
     print("Ranking by kind (the ranking by score; the same for both policies):\n\n"
           + kind_table(results["seed_rules"]) + "\n")
     print(confusion_table(results) + "\n")
+    print("What the ranking leaves any decision rule (answering only with its first page, asking between "
+          "its best pages):\n")
+    ceiling = ceilings(collected.runs, by_id, phases)
+    print("\n".join(ceiling_notes(ceiling)) + "\n")
     if model is not None:
         for line in threshold_notes(collected.runs, by_id, model):
             print(line)
@@ -567,6 +595,7 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
             "corpus_fingerprint": collected.corpus_fingerprint, "model": model.version if model else None,
             "policies": {name: {str(ph): {s: r.as_dict() for s, r in splits.items()} for ph, splits in by_phase.items()}
                          for name, by_phase in results.items()},
+            "ranking_ceiling": {str(ph): {s: c.as_dict() for s, c in splits.items()} for ph, splits in ceiling.items()},
             "runs": msgspec.to_builtins(collected.runs),
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)

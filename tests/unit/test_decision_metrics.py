@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from service.evaluation.decision_metrics import CaseRun, best_threshold, report, risk_coverage
+from service.evaluation.decision_metrics import (
+    CaseRun,
+    best_threshold,
+    ranking_ceiling,
+    report,
+    risk_coverage,
+)
 from service.evaluation.labelled import LabelledQuery
 
 
@@ -55,3 +61,22 @@ def test_risk_coverage_moves_the_threshold_down_the_scores() -> None:
 def test_equal_scores_move_together() -> None:
     curve = risk_coverage([(0.5, True, True), (0.5, True, False)])
     assert len(curve) == 1 and curve[0].risk == 0.5
+
+
+def test_ranking_ceiling_answers_every_right_first_page_and_spends_the_wrong_answer_budget() -> None:
+    right = [(case(f"r{i}", "keyword", "answer", ("p/a",)), run(f"r{i}", "clarify", ("p/a", "p/b")))
+             for i in range(64)]
+    missed = [(case(f"m{i}", "paraphrase", "answer", ("p/c",)), run(f"m{i}", "no_match", ("p/a", "p/c")))
+              for i in range(36)]
+    ambiguous = [
+        (case("x", "ambiguous", "clarify", ("p/a", "p/b")), run("x", "answer", ("p/a", "p/b", "p/c"))),
+        (case("y", "ambiguous", "clarify", ("p/a", "p/c")), run("y", "answer", ("p/a", "p/b", "p/c"))),
+        (case("z", "ambiguous", "clarify", ("p/a", "p/d")), run("z", "answer", ("p/a", "p/b", "p/c"))),
+    ]
+    ceiling = ranking_ceiling(right + missed + ambiguous, max_wrong=0.03)
+    # 64 right first pages allow one wrong answer beside them (1 / 65 <= 3 %, 2 / 66 > 3 %):
+    # whatever the service decided, no rule covers more than 65 of the 100 answerable cases.
+    assert ceiling.coverage == pytest.approx(0.65)
+    assert ceiling.ambiguous_in_top2 == pytest.approx(1 / 3, abs=1e-4)
+    assert ceiling.ambiguous_in_top3 == pytest.approx(2 / 3, abs=1e-4)
+    assert ranking_ceiling(right, max_wrong=0.03).coverage == pytest.approx(1.0)
