@@ -76,6 +76,7 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
             sentence_chunk.append(i)
     sentence_vectors = emb.embed_passages(sentence_texts)
     sentence_of = np.array(sentence_chunk)
+    sentence_words = np.array([len(text.split()) for _, text in sentence_texts])
     sentences_per_chunk = np.bincount(sentence_of, minlength=len(chunks))
     print(f"{len(sentence_texts)} sentences in {len(chunks)} chunks", file=sys.stderr)
     doc_of_chunk = np.array([page_slugs.index(c.doc_slug) for c in chunks])
@@ -139,12 +140,21 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
                 put(f"length prior {floor} chars ^{power}", case.id, sorted(best, key=lambda d: -best[d])[:10])
         put("semantic only body", case.id, page_ranking(h.doc_slug for h in hits_from(s_body)))
         s_sentence = np.full(len(chunks), -1.0)
-        np.maximum.at(s_sentence, sentence_of, sentence_vectors @ q)
+        sentence_sims = sentence_vectors @ q
+        np.maximum.at(s_sentence, sentence_of, sentence_sims)
+
+        def long_sentence(words: int) -> np.ndarray:
+            """A chunk's best sentence among those of at least `words` words (short fragments out)."""
+            out = np.full(len(chunks), -1.0)
+            keep = sentence_words >= words
+            np.maximum.at(out, sentence_of[keep], sentence_sims[keep])
+            return out
         combos = {
             "max(body,sentence)": np.maximum(s_body, s_sentence),
             **{f"max(body,sentence) chunks>={n} sentences": np.where(
                 sentences_per_chunk >= n, np.maximum(s_body, s_sentence), s_body) for n in (4, 6, 8)},
             **{f"max(body,sentence-{d})": np.maximum(s_body, s_sentence - d) for d in (0.02, 0.05)},
+            **{f"max(body,sentence>={n} words)": np.maximum(s_body, long_sentence(n)) for n in (6, 8, 12, 16)},
             **{f"body-{b}*log(page chunks)": s_body - b * log_chunks_of_page for b in (0.005, 0.01, 0.02, 0.03)},
             "sentence": s_sentence,
             "body+sentence": (s_body + s_sentence) / 2,
