@@ -143,11 +143,11 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
         sentence_sims = sentence_vectors @ q
         np.maximum.at(s_sentence, sentence_of, sentence_sims)
 
-        def long_sentence(words: int) -> np.ndarray:
+        def long_sentence(words: int, sims: np.ndarray = sentence_sims) -> np.ndarray:
             """A chunk's best sentence among those of at least `words` words (short fragments out)."""
             out = np.full(len(chunks), -1.0)
             keep = sentence_words >= words
-            np.maximum.at(out, sentence_of[keep], sentence_sims[keep])
+            np.maximum.at(out, sentence_of[keep], sims[keep])
             return out
         combos = {
             "max(body,sentence)": np.maximum(s_body, s_sentence),

@@ -15,13 +15,19 @@ ranking, the keyword decision and the semantic signal, never the scorers.
 
 | keyword decision       | semantic signal            | phase 3 decision           |
 |------------------------|----------------------------|----------------------------|
-| answer                 | any                        | answer (that page first)   |
+| answer                 | any but a partial match's  | answer (that page first)   |
+| answer, partial match  | nearest page is another    | as "no match" below        |
 | clarify: ambiguous     | any                        | clarify (same question, its pages first) |
 | clarify: weak          | confident                  | answer                     |
 | clarify: weak          | plausible (≥ floor)        | clarify (weak, fused top)  |
 | clarify: weak/no match | below floor                | no match                   |
 | no match               | confident                  | answer                     |
 | no match               | plausible, not confident   | clarify (weak, fused top)  |
+
+A partial match is a keyword answer on some of the query's words only: a word the corpus never
+uses ("send this page as a fax"), or fewer than half of the words on the answered page. Its
+words then say little, and when the nearest neighbour is another page the meaning points away
+from it (labelled sets, phase 3: 0 right and 11 wrong answers of the seed rules had both).
 
 The results are always in the order of their scores (issue 18): a page the keyword rules put
 first ("that page first", "its pages first") leads the fused ranking with its score raised to
@@ -49,6 +55,14 @@ from service.flags import SemanticFlags
 from service.scoring.keyword_formulas import confidence
 
 AMBIGUOUS_REASONS = frozenset({"small_gap", "low_confidence"})
+# A keyword answer on fewer than this share of the query's words is a partial match.
+PARTIAL_MATCH_SHARE = 0.5
+
+
+def partial_match(answered: Evidence, query: NormalizedQuery) -> bool:
+    """The answer rests on some of the query's words only (see the module doc)."""
+    matched = len(set(answered.matched_terms) & set(query.tokens))
+    return bool(query.unknown_tokens) or matched < PARTIAL_MATCH_SHARE * len(set(query.tokens))
 
 
 def _fused_confidence(results: Sequence[Evidence]) -> float:
@@ -74,6 +88,11 @@ def decide_hybrid(
     match keyword_decision:
         case Answer(reason="multi_intent"):
             return keyword_decision
+        case Answer(results=(answered, *_)) if (
+            keyword_decision.reason != "explain_subject_is_title"
+            and signal.top_doc not in (None, answered.doc_slug) and partial_match(answered, query)
+        ):
+            pass  # the meaning points to another page: decided by the semantic leg, below
         case Answer():
             # The keyword rules are sure of this page (or the question names it): it leads the
             # fused ranking, so that the answer's page is the first of results in score order.

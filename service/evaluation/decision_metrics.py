@@ -7,6 +7,10 @@ Definitions (the issue's, made exact):
 - out-of-domain answered: out-of-domain cases answered;
 - ambiguous clarified: ambiguous cases answered with a clarification, and with one whose
   options include the case's pages (all of them, or at least two when it lists more);
+- decision as labelled (`decision_accuracy`): the status alone matches the label (the confusion
+  matrix's diagonal: an answer with a wrong page counts);
+- right outcome (`right_outcomes`): the labelled decision, and for an answer the right page
+  first, for a clarification the right options (`right_outcome`; what `fit-decisions` maximises);
 - top-1, top-3, MRR@10 per kind: the ranking by score (distinct pages), against the case's
   pages; out-of-domain cases have no right page and are left out;
 - ranking ceilings (`ranking_ceiling`): what no decision rule can exceed on a given ranking.
@@ -59,6 +63,17 @@ def clarification_is_right(case: LabelledQuery, options: Sequence[str]) -> bool:
     return sum(page in options for page in case.pages) >= need
 
 
+def right_outcome(case: LabelledQuery, status: str, shown: Sequence[str], options: Sequence[str]) -> bool:
+    """The labelled decision, and for an answer the right page first, for a clarification the right options."""
+    if status != case.decision:
+        return False
+    if status == "answer":
+        return top_is_right(case, shown)
+    if status == "clarify":
+        return clarification_is_right(case, options)
+    return True
+
+
 def reciprocal_rank(case: LabelledQuery, ranked: Sequence[str], k: int = 10) -> float:
     for i, page in enumerate(ranked[:k], start=1):
         if page in case.pages:
@@ -83,6 +98,7 @@ class DecisionReport:
     ambiguous_clarified: float | None
     ambiguous_right_options: float | None
     decision_accuracy: float | None
+    right_outcomes: float | None
     per_kind: dict[str, dict[str, float | int | None]]
 
     def as_dict(self) -> dict[str, object]:
@@ -91,7 +107,8 @@ class DecisionReport:
             "answers": self.answers, "wrong_answers": self.wrong_answers, "wrong_rate": self.wrong_rate,
             "ood_answered": self.ood_answered, "ambiguous_clarified": self.ambiguous_clarified,
             "ambiguous_right_options": self.ambiguous_right_options,
-            "decision_accuracy": self.decision_accuracy, "per_kind": self.per_kind,
+            "decision_accuracy": self.decision_accuracy, "right_outcomes": self.right_outcomes,
+            "per_kind": self.per_kind,
         }
 
 
@@ -99,10 +116,11 @@ def report(pairs: Iterable[tuple[LabelledQuery, CaseRun]]) -> DecisionReport:
     pairs = list(pairs)
     confusion = {want: dict.fromkeys((*DECISIONS, "disabled"), 0) for want in DECISIONS}
     answerable = covered = answers = wrong = ood = ood_answered = 0
-    amb = amb_clarified = amb_right = correct = 0
+    amb = amb_clarified = amb_right = correct = right = 0
     for case, run in pairs:
         confusion[case.decision][run.status] = confusion[case.decision].get(run.status, 0) + 1
         correct += run.status == case.decision
+        right += right_outcome(case, run.status, run.shown, run.options)
         if run.status == "answer":
             answers += 1
             wrong += not top_is_right(case, run.shown)
@@ -122,7 +140,7 @@ def report(pairs: Iterable[tuple[LabelledQuery, CaseRun]]) -> DecisionReport:
         answers=answers, wrong_answers=wrong, wrong_rate=_share(wrong, answers),
         ood_answered=_share(ood_answered, ood), ambiguous_clarified=_share(amb_clarified, amb),
         ambiguous_right_options=_share(amb_right, amb), decision_accuracy=_share(correct, len(pairs)),
-        per_kind=per_kind(pairs),
+        right_outcomes=_share(right, len(pairs)), per_kind=per_kind(pairs),
     )
 
 

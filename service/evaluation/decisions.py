@@ -7,7 +7,8 @@ eval-decisions --queries FILE [--phase N|all] [--json FILE] [--plot FILE] [--mod
     same server as `eval` (DATABASE_URL, else the embedded PostgreSQL under DATA_DIR), seeded
     from SEEDS_DIR with the service's seeder, the real model.  Per phase, policy and split:
     the confusion matrix, coverage, wrong answers, out-of-domain answered, ambiguous clarified
-    (with the right pages), top-1 / top-3 / MRR@10 per kind; `--plot` draws the
+    (with the right pages), decisions as labelled and right outcomes (`decision_metrics`),
+    top-1 / top-3 / MRR@10 per kind, the ranking's ceiling; `--plot` draws the
     risk-coverage curves.  Warns when the fitted file was made for another corpus version.
 
 fit-decisions --queries FILE [--out FILE]
@@ -57,6 +58,7 @@ from service.evaluation.decision_metrics import (
     best_threshold,
     ranking_ceiling,
     report,
+    right_outcome,
     risk_coverage,
     top_is_right,
 )
@@ -267,7 +269,7 @@ def fit(
                 if r.phase == 3 and multi:
                     multi = ()  # phase 3 keeps the fused order (`multi_intent_on`)
                 status, shown, options = replayed_status(r, p_of[(r.case_id, r.phase)], point, verdict, multi)
-                right += _right_decision(case, status, shown, options)
+                right += right_outcome(case, status, shown, options)
                 if status == "answer":
                     answers += 1
                     wrong += not top_is_right(case, shown)
@@ -319,19 +321,6 @@ def _verdict(
     return KeywordVerdict(p=p_of[(run.case_id, 2)], top_doc=two.ranked[0] if two.ranked else None, point=point)
 
 
-def _right_decision(case: LabelledQuery, status: str, shown: Sequence[str], options: Sequence[str]) -> bool:
-    """The labelled decision, and for an answer the right page first, for a clarification the right options."""
-    from service.evaluation.decision_metrics import clarification_is_right
-
-    if status != case.decision:
-        return False
-    if status == "answer":
-        return top_is_right(case, shown)
-    if status == "clarify":
-        return clarification_is_right(case, options)
-    return True
-
-
 # -- reporting -----------------------------------------------------------------
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f} %"
@@ -347,8 +336,9 @@ def split_reports(runs: Sequence[CaseRun], by_id: dict[str, LabelledQuery], phas
 
 def summary_table(results: dict[str, dict[int, dict[str, DecisionReport]]]) -> str:
     lines = [
-        "| phase | policy | split | coverage | wrong answers | OOD answered | ambiguous: clarified (right pages) | right decisions |",
-        "|---:|---|---|---:|---:|---:|---:|---:|",
+        "| phase | policy | split | coverage | wrong answers | OOD answered | ambiguous: clarified (right pages) "
+        "| decision as labelled | right outcome |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     phases = sorted({ph for by_phase in results.values() for ph in by_phase})
     for phase in phases:
@@ -357,7 +347,7 @@ def summary_table(results: dict[str, dict[int, dict[str, DecisionReport]]]) -> s
                 lines.append(
                     f"| {phase} | {policy} | {split} | {_pct(r.coverage)} | {_pct(r.wrong_rate)} "
                     f"({r.wrong_answers}/{r.answers}) | {_pct(r.ood_answered)} | {_pct(r.ambiguous_clarified)} "
-                    f"({_pct(r.ambiguous_right_options)}) | {_pct(r.decision_accuracy)} |"
+                    f"({_pct(r.ambiguous_right_options)}) | {_pct(r.decision_accuracy)} | {_pct(r.right_outcomes)} |"
                 )
     return "\n".join(lines)
 

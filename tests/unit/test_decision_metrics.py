@@ -41,6 +41,7 @@ def test_report_counts_coverage_wrong_answers_ood_and_ambiguity() -> None:
     assert r.ambiguous_right_options == 0.5  # g offers only one of its two pages
     assert r.confusion["answer"] == {"answer": 2, "clarify": 1, "no_match": 0, "disabled": 0}
     assert r.decision_accuracy == pytest.approx(5 / 7, abs=1e-4)  # b was right to answer, with the wrong page
+    assert r.right_outcomes == pytest.approx(3 / 7, abs=1e-4)  # a, e and f: b's page and g's options are wrong
     para = r.per_kind["paraphrase"]
     assert (para["top1"], para["top3"], para["mrr@10"]) == (0.0, 1.0, pytest.approx(1 / 3, abs=1e-4))
     assert "out_of_domain" not in r.per_kind  # nothing to rank against

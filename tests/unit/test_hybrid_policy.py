@@ -180,3 +180,29 @@ def test_short_page_prior() -> None:
     assert short_page_prior(37, 148, 0.5) == pytest.approx(0.5)  # a quarter as long scores half
     assert short_page_prior(0, 150, 0.5) == pytest.approx((1 / 150) ** 0.5)  # an empty page stays rankable
     assert short_page_prior(10, 0, 0.5) == 1.0  # floor 0: off
+
+
+FAX = NormalizedQuery(raw="send this page as a fax", tokens=("send", "page", "fax"), phrase="send page fax",
+                      unknown_tokens=("fax",))
+
+
+def test_a_keyword_answer_on_part_of_the_query_gives_way_when_the_meaning_points_elsewhere() -> None:
+    # "fax" is no word of the corpus and the nearest neighbour is another page: the keyword
+    # rules' page was matched on "send" and "page" only, so phase 3 does not vouch for it.
+    keyword = Answer(results=(ev("settings/send-usage-data", 5.0),), confidence=0.8)
+    fused = [ev("settings/send-usage-data", 0.7), ev("actions/export", 0.6)]
+    elsewhere = SemanticSignal(top_similarity=BETWEEN, margin=0.0, top_doc="actions/export")
+    assert isinstance(decide_hybrid(fused, keyword, elsewhere, FAX, T), Clarify)
+    far = SemanticSignal(top_similarity=BELOW_FLOOR, margin=0.0, top_doc="actions/export")
+    assert isinstance(decide_hybrid(fused, keyword, far, FAX, T), NoMatch)
+
+
+def test_a_partial_keyword_answer_stands_when_the_meaning_agrees_or_every_word_is_known() -> None:
+    keyword = Answer(results=(ev("settings/send-usage-data", 5.0),), confidence=0.8)
+    fused = [ev("settings/send-usage-data", 0.7), ev("actions/export", 0.6)]
+    agrees = SemanticSignal(top_similarity=BETWEEN, margin=0.0, top_doc="settings/send-usage-data")
+    assert isinstance(decide_hybrid(fused, keyword, agrees, FAX, T), Answer)
+    known = NormalizedQuery(raw="send notes", tokens=("send", "notes"), phrase="send notes")
+    elsewhere = SemanticSignal(top_similarity=BETWEEN, margin=0.0, top_doc="actions/export")
+    # ev() matched "notes": one of two words, not fewer than half.
+    assert isinstance(decide_hybrid(fused, keyword, elsewhere, known, T), Answer)
