@@ -12,6 +12,7 @@ shows (sorted by score, best first, one entry per page for the options):
     the second page is nearly as good (score ≥ ambiguity_ratio × top)
       and answers another need, and phase 2 would not answer this top page
                                                                      → clarify between the two
+      (and the third best too when it is as level and answers a need of its own)
     p ≥ answer_p, or phase 2 would answer with the same top page     → answer; a same-need
                                                                        second page is named related
     otherwise                                                        → clarify ("Are you asking about X?")
@@ -165,6 +166,7 @@ def decision_signals(
         features=features_of(query, results, semantic, keyword_top),
         ranking=tuple(e.doc_slug for e in pages),
         second_same_need=len(pages) > 1 and same_need(pages[0], pages[1]),
+        third_score_ratio=third_score_ratio(pages),
     )
 
 
@@ -372,6 +374,23 @@ def _with_line(e: Evidence, line: str) -> Evidence:
     return msgspec.structs.replace(e, match_explain=(*e.match_explain, line))
 
 
+def third_score_ratio(pages: Sequence[Evidence]) -> float:
+    """The third best page's score over the best's, or 0 when there is none or it answers the
+    need of one of the two best (it could not be a third choice of its own)."""
+    if len(pages) < 3 or pages[0].score <= 0:
+        return 0.0
+    top, second, third = pages[:3]
+    if same_need(third, top) or same_need(third, second):
+        return 0.0
+    return third.score / top.score
+
+
+def third_joins_question(ratio: float, point: DecisionPoint) -> bool:
+    """A question between two pages takes the third best in too when it is as level with the
+    best as the question asks of the second (`ambiguity_ratio`; `ratio`: `third_score_ratio`)."""
+    return ratio > 0 and ratio >= point.ambiguity_ratio
+
+
 def decide_calibrated(
     results: Sequence[Evidence],
     query: NormalizedQuery,
@@ -400,9 +419,11 @@ def decide_calibrated(
     if action == "no_match":
         return NoMatch(message=clarify.NO_MATCH, reason="calibrated_no_match", confidence=conf)
     if action == "ambiguous" and second is not None:
+        third = pages[2] if third_joins_question(third_score_ratio(pages), point) else None
+        asked = (top, second) if third is None else (top, second, third)
         return Clarify(
-            results=tuple(ranked), confidence=conf, message=clarify.ambiguous(top, second),
-            options=(option_of(top), option_of(second)), reason="calibrated_ambiguous",
+            results=tuple(ranked), confidence=conf, message=clarify.ambiguous(top, second, third),
+            options=tuple(option_of(e) for e in asked), reason="calibrated_ambiguous",
         )
     if action == "answer":
         if second is not None and related and ratio >= point.ambiguity_ratio:

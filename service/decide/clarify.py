@@ -6,6 +6,8 @@ from service.domain.types import Evidence
 
 WEAK = "I'm not sure which feature you mean. Are you asking about {top_a}? If not, tell me the feature name."
 AMBIGUOUS = "Do you mean {top_a} ({category_a}) or {top_b} ({category_b})?"
+# The seed plan's question with a third contender (not a seed template: its two-page form, extended).
+AMBIGUOUS_THREE = "Do you mean {top_a} ({category_a}), {top_b} ({category_b}) or {top_c} ({category_c})?"
 NO_MATCH = "Which part should I explain?"
 SINGLE_LOW_CONFIDENCE = "I think you mean {top_a}. Is that right?"
 MULTI_INTENT = "Which one should I go deeper on?"
@@ -19,7 +21,12 @@ def weak(top: Evidence) -> str:
     return WEAK.format(top_a=top.title)
 
 
-def ambiguous(top: Evidence, second: Evidence) -> str:
+def ambiguous(top: Evidence, second: Evidence, third: Evidence | None = None) -> str:
+    if third is not None:
+        return AMBIGUOUS_THREE.format(
+            top_a=top.title, category_a=top.category, top_b=second.title, category_b=second.category,
+            top_c=third.title, category_c=third.category,
+        )
     return AMBIGUOUS.format(
         top_a=top.title, category_a=top.category, top_b=second.title, category_b=second.category
     )

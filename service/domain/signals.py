@@ -22,6 +22,8 @@ class DecisionSignals(Base, frozen=True):
     """Distinct pages by score, best first (at most 10)."""
     second_same_need: bool = False
     """The two best pages' sections carry the same heading (one need, two pages)."""
+    third_score_ratio: float = 0.0
+    """The third best page's score over the best's; 0 when it shares a need with either of them."""
     keyword_reason: str = ""
     """The seed rules' reason on the keyword ranking (phase 3: on its keyword leg)."""
     parts: tuple[DecisionSignals, ...] = ()

@@ -48,6 +48,7 @@ from service.decide.calibration import (
     order_of,
     pages_fingerprint,
     probability,
+    third_joins_question,
     words_found,
 )
 from service.evaluation.command import database_name, load_cached_embedder, prepare_database, say
@@ -88,6 +89,7 @@ async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int,
         ranked=signals.ranking if signals is not None else (),
         features=dict(signals.features) if signals is not None else dict.fromkeys(FEATURES, 0.0),
         second_same_need=signals.second_same_need if signals is not None else False,
+        third_score_ratio=signals.third_score_ratio if signals is not None else 0.0,
         parts=signals.parts if signals is not None else (),
         keyword_reason=signals.keyword_reason if signals is not None else "",
         answered_phase=outcome.phase,
@@ -217,7 +219,10 @@ def replayed_status(
     )
     if action == "no_match":
         return "no_match", (), ()
-    options = run.ranked[:2] if action == "ambiguous" else run.ranked[:3] if action == "weak" else ()
+    if action == "ambiguous":
+        options = run.ranked[:3] if third_joins_question(run.third_score_ratio, point) else run.ranked[:2]
+    else:
+        options = run.ranked[:3] if action == "weak" else ()
     return ("answer" if action == "answer" else "clarify"), run.ranked, options
 
 

@@ -140,6 +140,23 @@ def test_same_need_duplicates_answer_with_the_better_and_name_the_other() -> Non
     assert [o.doc_slug for o in asked.options] == ["widgets/widget-manager", "widgets/quick-links"]
 
 
+def test_a_third_page_as_level_as_the_second_joins_the_question_unless_it_shares_a_need() -> None:
+    top = ev("widgets/widget-manager", 0.90, "Widget Manager > Removing a widget")
+    second = ev("widgets/quick-links", 0.88, "Quick Links > Removing a link")
+    level = ev("widgets/recent", 0.85, "Recent > Clearing the list")
+    asked = decide_calibrated([top, second, level], Q, 0.9, "p", T)
+    assert isinstance(asked, Clarify)
+    assert [o.doc_slug for o in asked.options] == ["widgets/widget-manager", "widgets/quick-links", "widgets/recent"]
+    assert asked.message == "Do you mean Widget Manager (widgets), Quick Links (widgets) or Recent (widgets)?"
+    # Below the ambiguity ratio (0.9 × 0.90), or the same need as the top page: two choices.
+    for third in (ev("widgets/recent", 0.70, "Recent > Clearing the list"),
+                  ev("actions/widget-actions", 0.85, "Widget Actions > Removing a widget")):
+        two = decide_calibrated([top, second, third], Q, 0.9, "p", T)
+        assert isinstance(two, Clarify) and [o.doc_slug for o in two.options] == [
+            "widgets/widget-manager", "widgets/quick-links"]
+        assert two.message == "Do you mean Widget Manager (widgets) or Quick Links (widgets)?"
+
+
 def _model_file(tmp_path: Path, **changes: object) -> Path:
     model = CalibrationModel(
         format=MODEL_FORMAT, version="seed-test", corpus="seed", corpus_fingerprint="f" * 64,
@@ -216,17 +233,20 @@ def test_pages_fingerprint_is_the_set_of_slugs() -> None:
 
 @pytest.mark.parametrize("p", [0.05, 0.5, 0.9])
 @pytest.mark.parametrize("second_score", [0.3, 0.95])
-def test_the_fit_replays_the_rule_the_service_applies(p: float, second_score: float) -> None:
+@pytest.mark.parametrize("third_score", [None, 0.5, 0.92])
+def test_the_fit_replays_the_rule_the_service_applies(p: float, second_score: float, third_score: float | None) -> None:
     """fit-decisions chooses thresholds by replaying recorded signals: it must decide as decide_calibrated."""
     from service.decide.calibration import decision_signals
     from service.evaluation.decision_metrics import CaseRun
     from service.evaluation.decisions import replayed_status
 
     ranking = [ev("concepts/home", 1.0, "Home > Start"), ev("concepts/dashboard", second_score, "Dashboard > Grid")]
+    if third_score is not None:
+        ranking.append(ev("concepts/panels", min(third_score, second_score), "Panels > Size"))
     signals = decision_signals(Q, ranking)
     run = CaseRun(case_id="c", phase=2, policy="seed_rules", status="clarify", reason="small_gap", shown=(),
                   ranked=signals.ranking, options=(), features=signals.features,
-                  second_same_need=signals.second_same_need)
+                  second_same_need=signals.second_same_need, third_score_ratio=signals.third_score_ratio)
     status, shown, options = replayed_status(run, p, T, None)
     assert shown == (signals.ranking if status != "no_match" else ())
     decision = decide_calibrated(ranking, Q, p, "p", T)
