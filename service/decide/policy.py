@@ -89,6 +89,29 @@ def explain_target(query: NormalizedQuery, results: Sequence[Evidence]) -> Evide
     return None
 
 
+def _corrected_key(query: NormalizedQuery) -> str:
+    """The query's words as `title_key` compares them, each typo replaced by its correction."""
+    fixed = {c.original.lower(): c.corrected for c in query.corrections}
+    return title_key(" ".join(fixed.get(w, w) for w in words(lowercase_words(query.raw))))
+
+
+# A named page must also rank among this many best pages: a page with a matching title but
+# almost no text ("Right sidebar": `type:: [[UI Element]]`) ranks low and answers little.
+NAMED_PAGE_RANK = 2
+
+
+def named_page(query: NormalizedQuery, results: Sequence[Evidence]) -> Evidence | None:
+    """The best evidence of the one page whose whole title is the query ("advanced queries",
+    "wrkspace" once corrected) when it ranks among the `NAMED_PAGE_RANK` best pages: the user
+    typed a page's name. None when no page, or several pages, carry that title."""
+    key = _corrected_key(query)
+    if not key:
+        return None
+    pages = distinct_documents(sorted(results, key=lambda e: -e.score), limit=len(results))
+    named = [i for i, e in enumerate(pages) if title_key(e.title) == key]
+    return pages[named[0]] if len(named) == 1 and named[0] < NAMED_PAGE_RANK else None
+
+
 def lead_with(results: Sequence[Evidence], target: Evidence, why: str) -> tuple[Evidence, ...]:
     """The ranking with `target` first, its score raised to the best score so that the results
     stay in the order of their scores; `match_explain` says why ("ranked first: <why>")."""

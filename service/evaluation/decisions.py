@@ -90,6 +90,7 @@ async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int,
         features=dict(signals.features) if signals is not None else dict.fromkeys(FEATURES, 0.0),
         second_same_need=signals.second_same_need if signals is not None else False,
         third_score_ratio=signals.third_score_ratio if signals is not None else 0.0,
+        named_page=signals.named_page if signals is not None else "",
         parts=signals.parts if signals is not None else (),
         keyword_reason=signals.keyword_reason if signals is not None else "",
         answered_phase=outcome.phase,
@@ -217,6 +218,8 @@ def replayed_status(
         p, score_ratio=f["score_ratio"], has_second=len(run.ranked) > 1, second_same_need=run.second_same_need,
         point=point, keyword=keyword, top_doc=run.ranked[0], found=words_found(f),
     )
+    if run.named_page:  # the query is that page's title: it leads the answer (`decide_calibrated`)
+        return "answer", (run.named_page, *(slug for slug in run.ranked if slug != run.named_page)), ()
     if action == "no_match":
         return "no_match", (), ()
     if action == "ambiguous":

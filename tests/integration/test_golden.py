@@ -81,7 +81,6 @@ OTHER_POLICY_DIVERGENCES: dict[str, dict[int, str | None]] = {
         "right decisions than it won (phases 1-2: ambiguity_ratio 1.01), and at phase 3 p >= answer_p; keeping "
         "the seed rules' question where the query names both pages was wrong on every logseq-docs case it touched"),
     "homepage-synonym": {3: "answers Home (p >= answer_p) where the case asks Home or Dashboard"},
-    "typo-wrkspace": {2: "p 0.817 below answer_p 0.82: asks 'Are you asking about Workspace?'"},
     "how-do-i-find-my-notes": {3: "Workspace and Notes score within the phase-3 ambiguity ratio (0.8) and p is "
                                   "below answer_p: asks instead of answering"},
     "which-notes-link-here": {3: "Links Overview and Notes score within the phase-3 ambiguity ratio (0.8): asks "
