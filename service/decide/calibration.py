@@ -13,7 +13,6 @@ shows (sorted by score, best first, one entry per page for the options):
       and answers another need, and phase 2 would not answer this top page
                                                                      → clarify between the two
       (and the third best too when it is as level and answers a need of its own)
-    the query is the whole title of one page ("advanced queries")   → answer with that page
     p ≥ answer_p, or phase 2 would answer with the same top page     → answer; a same-need
                                                                        second page is named related
     otherwise                                                        → clarify ("Are you asking about X?")
@@ -35,11 +34,9 @@ import msgspec
 
 from service.decide import clarify
 from service.decide.policy import (
+    NAMING_REASONS,
     distinct_documents,
     explain_target,
-    lead_with,
-    named_page,
-    names_the_page,
     option_of,
     title_key,
 )
@@ -89,10 +86,10 @@ CORPUS_SCALED = frozenset({"top_score", "score_gap", "distinct_pages"})
 candidate pages with its size): a portable fit leaves them out, so that it carries to a
 corpus it was not fitted on (leave-one-corpus-out, README "Calibrated decision")."""
 
-CERTAIN_REASONS = frozenset({"out_of_domain", "explain_subject_is_title"})
-"""Seed-plan rules the calibrated policy keeps as they are: no threshold is involved, the
+CERTAIN_REASONS = frozenset({"out_of_domain", *NAMING_REASONS})
+"""Seed-rule decisions the calibrated policy keeps as they are: no threshold is involved, the
 words decide ("send an email": a topic word the corpus never uses while only body text
-matched; "what is home": the question names a page by its title)."""
+matched; "what is home", "advanced queries": the query names a page by its title)."""
 
 SEED_LEVEL_REASONS = frozenset({"small_gap", "low_confidence"})
 """The seed rules' "ask between the two best pages" (small gap in seed points, or low confidence)."""
@@ -176,7 +173,6 @@ def decision_signals(
         ranking=tuple(e.doc_slug for e in pages),
         second_same_need=len(pages) > 1 and same_need(pages[0], pages[1]),
         third_score_ratio=third_score_ratio(pages),
-        named_page=named.doc_slug if (named := named_page(query, results)) is not None else "",
     )
 
 
@@ -426,11 +422,6 @@ def decide_calibrated(
         point=point, keyword=keyword, top_doc=top.doc_slug, found=found,
     )
     ranked[0] = _with_line(ranked[0], why)
-    named = named_page(query, ranked)
-    if named is not None:
-        # The user typed a page's name: no probability is needed to know which page they want.
-        return Answer(results=lead_with(ranked, named, names_the_page(named)), confidence=conf,
-                      reason="calibrated_named")
     if action == "no_match":
         return NoMatch(message=clarify.NO_MATCH, reason="calibrated_no_match", confidence=conf)
     if action == "ambiguous" and second is not None:

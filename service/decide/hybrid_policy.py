@@ -41,7 +41,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from service.decide import clarify
-from service.decide.policy import distinct_documents, lead_with, names_the_page, option_of
+from service.decide.policy import (
+    NAMING_REASONS,
+    distinct_documents,
+    lead_with,
+    names_the_page,
+    option_of,
+)
 from service.domain.signals import SemanticSignal
 from service.domain.types import (
     Answer,
@@ -90,7 +96,7 @@ def decide_hybrid(
         case Answer(reason="multi_intent"):
             return keyword_decision
         case Answer(results=(answered, *_)) if (
-            keyword_decision.reason != "explain_subject_is_title"
+            keyword_decision.reason not in NAMING_REASONS
             and signal.top_doc not in (None, answered.doc_slug) and partial_match(answered, query)
         ):
             pass  # the meaning points to another page: decided by the semantic leg, below
@@ -99,7 +105,7 @@ def decide_hybrid(
             # fused ranking, so that the answer's page is the first of results in score order.
             answered = keyword_decision.results[0]
             own = next((e for e in fused if e.doc_slug == answered.doc_slug), None)
-            why = names_the_page(answered) if keyword_decision.reason == "explain_subject_is_title" \
+            why = names_the_page(answered) if keyword_decision.reason in NAMING_REASONS \
                 else f"the keyword rules answer with this page ({keyword_decision.reason or 'confident'})"
             ranking = tuple(fused) if own is None else lead_with(fused, own, why)
             return Answer(results=ranking, confidence=conf, reason=keyword_decision.reason)

@@ -95,6 +95,9 @@ def _corrected_key(query: NormalizedQuery) -> str:
     return title_key(" ".join(fixed.get(w, w) for w in words(lowercase_words(query.raw))))
 
 
+NAMING_REASONS = frozenset({"explain_subject_is_title", "query_is_title"})
+"""The seed rules' answers where the query names the page ("what is home", "advanced queries")."""
+
 # A named page must also rank among this many best pages: a page with a matching title but
 # almost no text ("Right sidebar": `type:: [[UI Element]]`) ranks low and answers little.
 NAMED_PAGE_RANK = 2
@@ -103,13 +106,19 @@ NAMED_PAGE_RANK = 2
 def named_page(query: NormalizedQuery, results: Sequence[Evidence]) -> Evidence | None:
     """The best evidence of the one page whose whole title is the query ("advanced queries",
     "wrkspace" once corrected) when it ranks among the `NAMED_PAGE_RANK` best pages: the user
-    typed a page's name. None when no page, or several pages, carry that title."""
+    typed a page's name. None when no page, or several, carry that title, or when another page
+    lists the query as a keyword of its own ("home": Home's title and a Dashboard keyword, the
+    seed plan's ambiguous case)."""
     key = _corrected_key(query)
     if not key:
         return None
     pages = distinct_documents(sorted(results, key=lambda e: -e.score), limit=len(results))
     named = [i for i, e in enumerate(pages) if title_key(e.title) == key]
-    return pages[named[0]] if len(named) == 1 and named[0] < NAMED_PAGE_RANK else None
+    if len(named) != 1 or named[0] >= NAMED_PAGE_RANK:
+        return None
+    page = pages[named[0]]
+    claimed = any(e.query_is_keyword and e.doc_slug != page.doc_slug for e in results)
+    return None if claimed else page
 
 
 def lead_with(results: Sequence[Evidence], target: Evidence, why: str) -> tuple[Evidence, ...]:
@@ -148,6 +157,13 @@ def decide(
         return Answer(
             results=lead_with(results, target, names_the_page(target)), confidence=1.0,
             reason="explain_subject_is_title",
+        )
+    named = named_page(query, results)
+    if named is not None and weakness(named, thresholds) is None:
+        # The query is a page's name ("advanced queries"): that page, as for "what is X".
+        return Answer(
+            results=lead_with(results, named, names_the_page(named)), confidence=1.0,
+            reason="query_is_title",
         )
 
     top = results[0]

@@ -24,8 +24,6 @@ class DecisionSignals(Base, frozen=True):
     """The two best pages' sections carry the same heading (one need, two pages)."""
     third_score_ratio: float = 0.0
     """The third best page's score over the best's; 0 when it shares a need with either of them."""
-    named_page: str = ""
-    """The one page whose whole title is the query (typos corrected), if any (`policy.named_page`)."""
     keyword_reason: str = ""
     """The seed rules' reason on the keyword ranking (phase 3: on its keyword leg)."""
     parts: tuple[DecisionSignals, ...] = ()

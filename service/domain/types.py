@@ -103,6 +103,8 @@ class Evidence(Base, frozen=True):
     the decision's confidence stays on the scale its thresholds were set on."""
     title_or_keyword_hit: bool = False
     exact_title_phrase: bool = False
+    query_is_keyword: bool = False
+    """The whole query is one of the page's keywords ("home" on Dashboard)."""
     anchor: str | None = None
     """The chunk's heading as a URL fragment (set by the pipeline from the corpus)."""
 

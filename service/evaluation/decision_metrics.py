@@ -48,7 +48,6 @@ class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
     features: dict[str, float]
     second_same_need: bool = False
     third_score_ratio: float = 0.0
-    named_page: str = ""
     keyword_reason: str = ""
     parts: tuple[DecisionSignals, ...] = ()
     """A multi-intent query's parts' signals (`DecisionSignals.parts`)."""

@@ -51,6 +51,7 @@ from service.decide.calibration import (
     third_joins_question,
     words_found,
 )
+from service.decide.policy import NAMING_REASONS
 from service.evaluation.command import database_name, load_cached_embedder, prepare_database, say
 from service.evaluation.decision_metrics import (
     CaseRun,
@@ -90,7 +91,6 @@ async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int,
         features=dict(signals.features) if signals is not None else dict.fromkeys(FEATURES, 0.0),
         second_same_need=signals.second_same_need if signals is not None else False,
         third_score_ratio=signals.third_score_ratio if signals is not None else 0.0,
-        named_page=signals.named_page if signals is not None else "",
         parts=signals.parts if signals is not None else (),
         keyword_reason=signals.keyword_reason if signals is not None else "",
         answered_phase=outcome.phase,
@@ -209,7 +209,7 @@ def replayed_status(
         return run.status, run.shown, tuple(sorted(run.options, key=place))
     if run.keyword_reason == "out_of_domain" and run.reason != "multi_intent":
         return "no_match", (), ()
-    if run.keyword_reason == "explain_subject_is_title" and run.reason != "multi_intent":
+    if run.keyword_reason in NAMING_REASONS and run.reason != "multi_intent":
         return "answer", run.shown, ()  # the seed rules' answer: the named page first
     f = run.features
     if not run.ranked or f["top_score"] <= 0 or f["tokens"] == 0:
@@ -218,8 +218,6 @@ def replayed_status(
         p, score_ratio=f["score_ratio"], has_second=len(run.ranked) > 1, second_same_need=run.second_same_need,
         point=point, keyword=keyword, top_doc=run.ranked[0], found=words_found(f),
     )
-    if run.named_page:  # the query is that page's title: it leads the answer (`decide_calibrated`)
-        return "answer", (run.named_page, *(slug for slug in run.ranked if slug != run.named_page)), ()
     if action == "no_match":
         return "no_match", (), ()
     if action == "ambiguous":

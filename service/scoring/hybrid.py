@@ -82,6 +82,7 @@ def _unexplained(base: Evidence, score: float) -> Evidence:
         seed_score=base.seed_score,
         title_or_keyword_hit=base.title_or_keyword_hit,
         exact_title_phrase=base.exact_title_phrase,
+        query_is_keyword=base.query_is_keyword,
     )
 
 

@@ -228,6 +228,7 @@ def _numbers(
         seed_score=None if ranking.bm25f is None else seed_score,
         title_or_keyword_hit=match.title_or_keyword_hit,
         exact_title_phrase=match.exact_title_phrase,
+        query_is_keyword=" ".join(query.keys) in unit.keyword_phrases,
     )
 
 

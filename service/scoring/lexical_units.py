@@ -38,6 +38,8 @@ class ScoringUnit:
     """Key sequences (space-joined) of the title and of each heading."""
     title_keys: frozenset[str]
     keyword_keys: frozenset[str]
+    keyword_phrases: frozenset[str]
+    """Key sequences (space-joined) of each keyword: is the whole query one of them?"""
     content_keys: tuple[str, ...]
     """Sorted, distinct; a tuple is a third of a frozenset's size (seed.py searches it by bisection)."""
     content_token_count: int
@@ -139,6 +141,7 @@ def _prepare(
         title_phrases=tuple(" ".join(seq) for seq in title_sequences if seq),
         title_keys=frozenset(title_tokens),
         keyword_keys=frozenset(match_keys(keyword_tokens)),
+        keyword_phrases=frozenset(" ".join(seq) for k in keywords if (seq := match_keys(lexicon.normalise(k)))),
         content_keys=tuple(sorted(set(match_keys(content_tokens)))),
         content_token_count=len(content_tokens),
     )

@@ -87,7 +87,6 @@ def test_the_fit_replays_the_found_rule_as_the_service_applies_it() -> None:
     query = NormalizedQuery(raw="go home", tokens=("home",), phrase="home")
     ranking = [ev("concepts/home", 3.0), ev("concepts/dashboard", 2.97)]
     signals = decision_signals(query, ranking)
-    assert signals.named_page == ""
     run = CaseRun(
         case_id="c", phase=2, policy="seed_rules", status="clarify", reason="small_gap",
         shown=signals.ranking, ranked=signals.ranking, options=signals.ranking, features=signals.features,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from service.decide import clarify
 from service.decide.policy import decide, decide_multi_intent
-from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery
+from service.domain.types import Answer, Clarify, Correction, Evidence, NoMatch, NormalizedQuery
 from service.flags import ThresholdFlags
 
 T = ThresholdFlags().to_thresholds()  # the schema defaults: MIN_SCORE=3, MIN_CONF=0.3, MIN_GAP=2, MIN_MATCHED_TERMS=2
@@ -82,7 +84,9 @@ def test_second_score_comes_from_another_document() -> None:
 def test_explain_subject_that_is_a_page_title_answers() -> None:
     query = NormalizedQuery(raw="what is home", tokens=("home",), phrase="home", intent="explain", subject="home")
     results = [
-        ev("concepts/dashboard", 1.0, 11, terms=("home",), exact=True, title="Dashboard"),
+        # Dashboard lists "home" among its keywords (seeds/concepts/dashboard.md)
+        msgspec.structs.replace(ev("concepts/dashboard", 1.0, 11, terms=("home",), exact=True, title="Dashboard"),
+                                query_is_keyword=True),
         ev("concepts/home", 0.9, 11, terms=("home",), exact=True, title="Home"),
     ]
     decision = decide(results, query, T)
@@ -134,3 +138,40 @@ def test_what_is_a_page_title_answers_that_page_first_with_the_best_score() -> N
     assert [e.doc_slug for e in decision.results] == ["concepts/dashboard", "concepts/home"]
     assert [e.score for e in decision.results] == [0.34, 0.34]
     assert decision.results[0].match_explain[-1] == "ranked first: the question names this page (Dashboard)"
+
+
+def named(slug: str, score: float, title: str, *, keyword_is_query: bool = False) -> Evidence:
+    return msgspec.structs.replace(ev(slug, score, 8, terms=("dashboard",), exact=True, title=title),
+                                   query_is_keyword=keyword_is_query)
+
+
+DASHBOARD = NormalizedQuery(raw="Dashboard", tokens=("dashboard",), phrase="dashboard")
+
+
+def test_a_query_that_is_a_pages_whole_title_answers_with_that_page() -> None:
+    # Home scores higher (it says "dashboard" often), but the user typed Dashboard's name.
+    ranking = [named("concepts/home", 1.0, "Home"), named("concepts/dashboard", 0.9, "Dashboard")]
+    decision = decide(ranking, DASHBOARD, T)
+    assert isinstance(decision, Answer) and decision.reason == "query_is_title"
+    assert [e.doc_slug for e in decision.results] == ["concepts/dashboard", "concepts/home"]
+    assert [e.score for e in decision.results] == [1.0, 1.0]
+    typo = NormalizedQuery(raw="dashbord", tokens=("dashboard",), phrase="dashboard",
+                           corrections=(Correction(original="dashbord", corrected="dashboard", similarity=0.9),))
+    assert decide(ranking, typo, T).reason == "query_is_title"
+
+
+def test_no_page_is_named_when_another_claims_the_word_or_the_title_ranks_low_or_is_shared() -> None:
+    home = NormalizedQuery(raw="home", tokens=("home",), phrase="home")
+    # The seed plan's "home": Home's title and a Dashboard keyword, nearly level: it asks.
+    claimed = [named("concepts/home", 1.0, "Home"), named("concepts/dashboard", 0.9, "Dashboard", keyword_is_query=True)]
+    decision = decide(claimed, home, T)
+    assert isinstance(decision, Clarify) and decision.reason != "query_is_title"
+    below = [named("concepts/home", 1.0, "Home"), named("widgets/recent", 0.95, "Recent"),
+             named("concepts/dashboard", 0.9, "Dashboard")]
+    assert decide(below, DASHBOARD, T).reason != "query_is_title"
+    twins = [named("concepts/home", 1.0, "Home"), named("concepts/dashboard", 0.9, "Dashboard"),
+             named("actions/dashboard", 0.8, "Dashboards")]
+    assert decide(twins, DASHBOARD, T).reason != "query_is_title"
+    question = NormalizedQuery(raw="which dashboard is mine", tokens=("dashboard",), phrase="dashboard")
+    level = [named("concepts/home", 1.0, "Home"), named("concepts/dashboard", 0.9, "Dashboard")]
+    assert decide(level, question, T).reason != "query_is_title"
