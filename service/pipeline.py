@@ -138,6 +138,7 @@ def keyword_decision_for(
     *,
     calibration: CalibrationModel | None = None,
     phase: int = 0,
+    is_stub: Callable[[str], bool] | None = None,
 ) -> tuple[Decision, dict[str, float | int], DecisionSignals, Callable[[Evidence], Evidence] | None]:
     """Phases 1 and 2: search the whole query (and each intent), then decide.
 
@@ -163,7 +164,7 @@ def keyword_decision_for(
         "deduplicated": trimmed,
         "top_score": results[0].score if results else 0.0,
     }
-    seed = decide(results, ctx.query, thresholds)
+    seed = decide(results, ctx.query, thresholds, is_stub=is_stub)
     signals = msgspec.structs.replace(decision_signals(ctx.query, results), keyword_reason=seed.reason)
     calibrated = calibration is not None and ctx.flags.decision.policy == "calibrated"
     if ctx.query.is_multi_intent:
@@ -187,6 +188,12 @@ def keyword_decision_for(
         decision = calibrated_decision(calibration, ctx.flags.decision, phase, ctx.query, results, signals.features)
         return decision, stats, signals, explained
     return seed, stats, signals, explained
+
+
+def stub_pages(indexes: CorpusIndexes, flags: Flags) -> Callable[[str], bool]:
+    """Pages with less text than the fusion's short-page floor (`fusion.short_page_chars`)."""
+    floor = flags.fusion.short_page_chars
+    return lambda slug: indexes.page_chars(slug) < floor
 
 
 def part_query(query: NormalizedQuery, tokens: tuple[str, ...]) -> NormalizedQuery:
@@ -312,7 +319,7 @@ class Pipeline:
         indexes = self.require_indexes()
         decision, stats, signals, explained = keyword_decision_for(
             indexes.documents, ctx, ctx.flags.phases.for_phase(1), max_per_doc=None,
-            calibration=self.active_calibration(), phase=1,
+            calibration=self.active_calibration(), phase=1, is_stub=stub_pages(indexes, ctx.flags),
         )
         return TierOutcome(Tier.phase1, 1, decision, stats, signals=signals, explained=explained)
 
@@ -323,6 +330,7 @@ class Pipeline:
         decision, stats, signals, explained = keyword_decision_for(
             indexes.chunks, ctx, ctx.flags.phases.for_phase(2),
             max_per_doc=ctx.flags.retrieval.max_chunks_per_doc, calibration=self.active_calibration(), phase=2,
+            is_stub=stub_pages(indexes, ctx.flags),
         )
         return TierOutcome(Tier.phase2, 2, decision, stats, signals=signals, explained=explained)
 
@@ -343,7 +351,7 @@ class Pipeline:
             # Runs while the query is being embedded (the seed rules' view of the keyword leg).
             decision, _, keyword_signals, _ = keyword_decision_for(
                 retriever.indexes.chunks, ctx, flags.phases.for_phase(3),
-                flags.retrieval.max_chunks_per_doc, keyword,
+                flags.retrieval.max_chunks_per_doc, keyword, is_stub=stub_pages(retriever.indexes, flags),
             )
             keyword_decision.append((decision, keyword_signals))
 

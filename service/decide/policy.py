@@ -24,7 +24,7 @@ phrasing already says which meaning is wanted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -103,12 +103,15 @@ NAMING_REASONS = frozenset({"explain_subject_is_title", "query_is_title"})
 NAMED_PAGE_RANK = 2
 
 
-def named_page(query: NormalizedQuery, results: Sequence[Evidence]) -> Evidence | None:
+def named_page(
+    query: NormalizedQuery, results: Sequence[Evidence], is_stub: Callable[[str], bool] | None = None,
+) -> Evidence | None:
     """The best evidence of the one page whose whole title is the query ("advanced queries",
     "wrkspace" once corrected) when it ranks among the `NAMED_PAGE_RANK` best pages: the user
-    typed a page's name. None when no page, or several, carry that title, or when another page
+    typed a page's name. None when no page, or several, carry that title, when another page
     lists the query as a keyword of its own ("home": Home's title and a Dashboard keyword, the
-    seed plan's ambiguous case)."""
+    seed plan's ambiguous case), or when the page is a stub (`is_stub(slug)`: almost no text,
+    "Right sidebar" is `type:: [[UI Element]]`)."""
     key = _corrected_key(query)
     if not key:
         return None
@@ -118,7 +121,7 @@ def named_page(query: NormalizedQuery, results: Sequence[Evidence]) -> Evidence 
         return None
     page = pages[named[0]]
     claimed = any(e.query_is_keyword and e.doc_slug != page.doc_slug for e in results)
-    return None if claimed else page
+    return None if claimed or (is_stub is not None and is_stub(page.doc_slug)) else page
 
 
 def lead_with(results: Sequence[Evidence], target: Evidence, why: str) -> tuple[Evidence, ...]:
@@ -141,9 +144,10 @@ def _confidence_score(evidence: Evidence) -> float:
 
 
 def decide(
-    results: Sequence[Evidence], query: NormalizedQuery, thresholds: Thresholds
+    results: Sequence[Evidence], query: NormalizedQuery, thresholds: Thresholds,
+    *, is_stub: Callable[[str], bool] | None = None,
 ) -> Decision:
-    """Apply the rules to ranked evidence (best first)."""
+    """Apply the rules to ranked evidence (best first); `is_stub`: see `named_page`."""
     if not results or results[0].score <= 0:
         return NoMatch(message=clarify.NO_MATCH, reason="no_match")
     if query.unknown_tokens and not any(e.title_or_keyword_hit or e.exact_title_phrase for e in results):
@@ -158,7 +162,7 @@ def decide(
             results=lead_with(results, target, names_the_page(target)), confidence=1.0,
             reason="explain_subject_is_title",
         )
-    named = named_page(query, results)
+    named = named_page(query, results, is_stub)
     if named is not None and weakness(named, thresholds) is None:
         # The query is a page's name ("advanced queries"): that page, as for "what is X".
         return Answer(

@@ -175,3 +175,11 @@ def test_no_page_is_named_when_another_claims_the_word_or_the_title_ranks_low_or
     question = NormalizedQuery(raw="which dashboard is mine", tokens=("dashboard",), phrase="dashboard")
     level = [named("concepts/home", 1.0, "Home"), named("concepts/dashboard", 0.9, "Dashboard")]
     assert decide(level, question, T).reason != "query_is_title"
+
+
+def test_a_stub_page_is_not_answered_for_its_name() -> None:
+    # "Right sidebar": a page whose whole text is `type:: [[UI Element]]` answers little.
+    ranking = [named("concepts/dashboard", 1.0, "Dashboard"), named("concepts/home", 0.9, "Home")]
+    assert decide(ranking, DASHBOARD, T).reason == "query_is_title"
+    stub = decide(ranking, DASHBOARD, T, is_stub=lambda slug: slug == "concepts/dashboard")
+    assert stub.reason != "query_is_title"
