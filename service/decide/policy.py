@@ -19,7 +19,9 @@ confidence uses the ranking (normalised) scores, as the seed's formula does.
 
 An explain-type question whose subject is literally a page title ("what is
 home") answers with that page instead of asking "Home or Dashboard?": the
-phrasing already says which meaning is wanted.
+phrasing already says which meaning is wanted. So does a query that is one
+page's whole title ("advanced queries", `named_page`), unless another page lists
+it as a keyword ("home" on Dashboard: the seed plan's question stays).
 """
 
 from __future__ import annotations
@@ -98,8 +100,8 @@ def _corrected_key(query: NormalizedQuery) -> str:
 NAMING_REASONS = frozenset({"explain_subject_is_title", "query_is_title"})
 """The seed rules' answers where the query names the page ("what is home", "advanced queries")."""
 
-# A named page must also rank among this many best pages: a page with a matching title but
-# almost no text ("Right sidebar": `type:: [[UI Element]]`) ranks low and answers little.
+# A named page must also rank among this many best pages: the ranking has to agree that the
+# page is about the query before its title settles the answer.
 NAMED_PAGE_RANK = 2
 
 
