@@ -222,8 +222,10 @@ def replayed_status(
         return "no_match", (), ()
     if action == "ambiguous":
         options = run.ranked[:3] if third_joins_question(run.third_score_ratio, point) else run.ranked[:2]
+    elif action == "weak":
+        options = run.ranked[:3]
     else:
-        options = run.ranked[:3] if action == "weak" else ()
+        options = ()
     return ("answer" if action == "answer" else "clarify"), run.ranked, options
 
 
@@ -332,12 +334,15 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f} %"
 
 
+def split_pairs(
+    runs: Sequence[CaseRun], by_id: dict[str, LabelledQuery], phase: int, split: str
+) -> list[tuple[LabelledQuery, CaseRun]]:
+    """(case, run) of one phase and split."""
+    return [(by_id[r.case_id], r) for r in runs if r.phase == phase and by_id[r.case_id].split == split]
+
+
 def split_reports(runs: Sequence[CaseRun], by_id: dict[str, LabelledQuery], phase: int) -> dict[str, DecisionReport]:
-    out: dict[str, DecisionReport] = {}
-    for split in SPLITS:
-        pairs = [(by_id[r.case_id], r) for r in runs if r.phase == phase and by_id[r.case_id].split == split]
-        out[split] = report(pairs)
-    return out
+    return {split: report(split_pairs(runs, by_id, phase, split)) for split in SPLITS}
 
 
 def summary_table(results: dict[str, dict[int, dict[str, DecisionReport]]]) -> str:
@@ -419,13 +424,11 @@ def plot_curves(path: Path, runs: Sequence[CaseRun], by_id: dict[str, LabelledQu
 
 def ceilings(runs: Sequence[CaseRun], by_id: dict[str, LabelledQuery], phases: Sequence[int]
              ) -> dict[int, dict[str, RankingCeiling]]:
-    """Per phase and split, what the ranking leaves any decision rule (`ranking_ceiling`)."""
+    """Per phase and split, what the ranking leaves any decision rule (`ranking_ceiling`; the
+    ranking is the same under both policies, so the seed rules' runs are read)."""
+    seed_runs = [r for r in runs if r.policy == "seed_rules"]
     return {
-        phase: {
-            split: ranking_ceiling([(by_id[r.case_id], r) for r in runs if r.phase == phase
-                                    and r.policy == "seed_rules" and by_id[r.case_id].split == split], MAX_WRONG)
-            for split in SPLITS
-        }
+        phase: {split: ranking_ceiling(split_pairs(seed_runs, by_id, phase, split), MAX_WRONG) for split in SPLITS}
         for phase in phases
     }
 
