@@ -34,6 +34,7 @@ import msgspec
 
 from service.decide import clarify
 from service.decide.policy import (
+    NAMES_PAGES,
     NAMING_REASONS,
     distinct_documents,
     explain_target,
@@ -86,10 +87,11 @@ CORPUS_SCALED = frozenset({"top_score", "score_gap", "distinct_pages"})
 candidate pages with its size): a portable fit leaves them out, so that it carries to a
 corpus it was not fitted on (leave-one-corpus-out, README "Calibrated decision")."""
 
-CERTAIN_REASONS = frozenset({"out_of_domain", *NAMING_REASONS})
+CERTAIN_REASONS = frozenset({"out_of_domain", *NAMING_REASONS, NAMES_PAGES})
 """Seed-rule decisions the calibrated policy keeps as they are: no threshold is involved, the
 words decide ("send an email": a topic word the corpus never uses while only body text
-matched; "what is home", "advanced queries": the query names a page by its title)."""
+matched; "what is home", "advanced queries": the query names a page by its title; "home":
+the corpus's synonyms make it the name of two pages)."""
 
 SEED_LEVEL_REASONS = frozenset({"small_gap", "low_confidence"})
 """The seed rules' "ask between the two best pages" (small gap in seed points, or low confidence)."""

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 
 from service.decide import clarify
 from service.decide.policy import (
+    NAMES_PAGES,
     NAMING_REASONS,
     distinct_documents,
     lead_with,
@@ -61,7 +62,7 @@ from service.domain.types import (
 from service.flags import SemanticFlags
 from service.scoring.keyword_formulas import confidence
 
-AMBIGUOUS_REASONS = frozenset({"small_gap", "low_confidence"})
+AMBIGUOUS_REASONS = frozenset({"small_gap", "low_confidence", NAMES_PAGES})
 # A keyword answer on fewer than this share of the query's words is a partial match.
 PARTIAL_MATCH_SHARE = 0.5
 

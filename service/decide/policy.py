@@ -21,7 +21,10 @@ An explain-type question whose subject is literally a page title ("what is
 home") answers with that page instead of asking "Home or Dashboard?": the
 phrasing already says which meaning is wanted. So does a query that is one
 page's whole title ("advanced queries", `named_page`), unless another page lists
-it as a keyword ("home" on Dashboard: the seed plan's question stays).
+it as a keyword ("home" on Dashboard: the seed plan's question stays). A query the
+corpus's own synonyms make the title of two differently titled pages asks between
+them (`synonym_named_pages`: "home" is Home's title, and Dashboard's through
+`dashboard: home`).
 """
 
 from __future__ import annotations
@@ -99,6 +102,8 @@ def _corrected_key(query: NormalizedQuery) -> str:
 
 NAMING_REASONS = frozenset({"explain_subject_is_title", "query_is_title"})
 """The seed rules' answers where the query names the page ("what is home", "advanced queries")."""
+NAMES_PAGES = "query_names_pages"
+"""The seed rules' question where the query names several pages (`synonym_named_pages`)."""
 
 # A named page must also rank among this many best pages: the ranking has to agree that the
 # page is about the query before its title settles the answer.
@@ -124,6 +129,22 @@ def named_page(
     page = pages[named[0]]
     claimed = any(e.query_is_keyword and e.doc_slug != page.doc_slug for e in results)
     return None if claimed or (is_stub is not None and is_stub(page.doc_slug)) else page
+
+
+def synonym_named_pages(
+    results: Sequence[Evidence], thresholds: Thresholds, is_stub: Callable[[str], bool] | None = None,
+) -> list[Evidence]:
+    """The best evidence of each page whose whole title the query is as the corpus's synonyms
+    read both (`Evidence.query_is_title`), best first, when those pages' own titles differ: a
+    synonym that gives two pages one name ("dashboard: home" in the seed corpus) says the word
+    means either page.  Pages that share a title up to its plural (Property, Properties) are
+    not meant by a synonym and are left to the other rules, as are stubs and pages too weak
+    to answer with (`weakness`).  Empty unless two or more such pages remain."""
+    named = [
+        e for e in distinct_documents(sorted(results, key=lambda e: -e.score), limit=len(results))
+        if e.query_is_title and weakness(e, thresholds) is None and not (is_stub is not None and is_stub(e.doc_slug))
+    ]
+    return named if len({title_key(e.title) for e in named}) > 1 else []
 
 
 def lead_with(results: Sequence[Evidence], target: Evidence, why: str) -> tuple[Evidence, ...]:
@@ -164,6 +185,15 @@ def decide(
             results=lead_with(results, target, names_the_page(target)), confidence=1.0,
             reason="explain_subject_is_title",
         )
+    asked = synonym_named_pages(results, thresholds, is_stub)[:3]
+    if asked:
+        # "home": the corpus's synonyms give Home and Dashboard that name; ask which one.
+        return Clarify(
+            results=tuple(results),
+            confidence=round(confidence(_confidence_score(asked[0]), _confidence_score(asked[1])), 4),
+            message=clarify.ambiguous(*asked), options=tuple(option_of(e) for e in asked), reason=NAMES_PAGES,
+        )
+
     named = named_page(query, results, is_stub)
     if named is not None and weakness(named, thresholds) is None:
         # The query is a page's name ("advanced queries"): that page, as for "what is X".

@@ -105,6 +105,9 @@ class Evidence(Base, frozen=True):
     exact_title_phrase: bool = False
     query_is_keyword: bool = False
     """The whole query is one of the page's keywords ("home" on Dashboard)."""
+    query_is_title: bool = False
+    """The whole query is the page's title, both as the corpus's synonyms read them ("home" is
+    Home's title, and Dashboard's through `dashboard: home`)."""
     anchor: str | None = None
     """The chunk's heading as a URL fragment (set by the pipeline from the corpus)."""
 

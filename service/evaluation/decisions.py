@@ -51,7 +51,7 @@ from service.decide.calibration import (
     third_joins_question,
     words_found,
 )
-from service.decide.policy import NAMING_REASONS
+from service.decide.policy import NAMES_PAGES, NAMING_REASONS
 from service.evaluation.command import database_name, load_cached_embedder, prepare_database, say
 from service.evaluation.decision_metrics import (
     CaseRun,
@@ -211,6 +211,8 @@ def replayed_status(
         return "no_match", (), ()
     if run.keyword_reason in NAMING_REASONS and run.reason != "multi_intent":
         return "answer", run.shown, ()  # the seed rules' answer: the named page first
+    if run.keyword_reason == NAMES_PAGES and run.reason != "multi_intent":
+        return "clarify", run.shown, run.options  # the seed rules' question between the named pages
     f = run.features
     if not run.ranked or f["top_score"] <= 0 or f["tokens"] == 0:
         return "no_match", (), ()

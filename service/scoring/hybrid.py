@@ -83,6 +83,7 @@ def _unexplained(base: Evidence, score: float) -> Evidence:
         title_or_keyword_hit=base.title_or_keyword_hit,
         exact_title_phrase=base.exact_title_phrase,
         query_is_keyword=base.query_is_keyword,
+        query_is_title=base.query_is_title,
     )
 
 

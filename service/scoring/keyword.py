@@ -229,6 +229,7 @@ def _numbers(
         title_or_keyword_hit=match.title_or_keyword_hit,
         exact_title_phrase=match.exact_title_phrase,
         query_is_keyword=" ".join(query.keys) in unit.keyword_phrases,
+        query_is_title=bool(unit.title_phrase) and " ".join(query.keys) == unit.title_phrase,
     )
 
 

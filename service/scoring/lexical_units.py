@@ -36,6 +36,9 @@ class ScoringUnit:
     chunk_hash: str | None
     title_phrases: tuple[str, ...]
     """Key sequences (space-joined) of the title and of each heading."""
+    title_phrase: str
+    """The page title's key sequence as the corpus's synonyms read it ("Dashboard" is "home"
+    under `dashboard: home`): is the whole query the page's name?"""
     title_keys: frozenset[str]
     keyword_keys: frozenset[str]
     keyword_phrases: frozenset[str]
@@ -139,6 +142,7 @@ def _prepare(
         chunk_index=chunk_index,
         chunk_hash=chunk_hash,
         title_phrases=tuple(" ".join(seq) for seq in title_sequences if seq),
+        title_phrase=" ".join(title_sequences[0]),
         title_keys=frozenset(title_tokens),
         keyword_keys=frozenset(match_keys(keyword_tokens)),
         keyword_phrases=frozenset(" ".join(seq) for k in keywords if (seq := match_keys(lexicon.normalise(k)))),

@@ -76,11 +76,6 @@ async def other_policy(service_client: Any) -> AsyncIterator[str]:
 # {phase: reason}; None = the case passes there although the golden file marks it a known failure.
 # Each entry is a strict xfail (or a plain pass), so a fix or a regression shows up.
 OTHER_POLICY_DIVERGENCES: dict[str, dict[int, str | None]] = {
-    "home-is-ambiguous": dict.fromkeys(
-        (1, 2, 3), "asks about (or answers) Home alone: on dev, asking between two level pages lost more "
-        "right decisions than it won (phases 1-2: ambiguity_ratio 1.01), and at phase 3 p >= answer_p; keeping "
-        "the seed rules' question where the query names both pages was wrong on every logseq-docs case it touched"),
-    "homepage-synonym": {3: "answers Home (p >= answer_p) where the case asks Home or Dashboard"},
     "how-do-i-find-my-notes": {3: "Workspace and Notes score within the phase-3 ambiguity ratio (0.8) and p is "
                                   "below answer_p: asks instead of answering"},
     "which-notes-link-here": {3: "Links Overview and Notes score within the phase-3 ambiguity ratio (0.8): asks "

@@ -215,3 +215,27 @@ def test_unexplained_search_has_the_same_numbers_and_explains_on_demand(scorer: 
     other = index.search(["rename"], lexical=flags)[0]
     assert hits.explained(other) == other
     assert hits.explained(msgspec.structs.replace(other, snippet="")) == msgspec.structs.replace(other, snippet="")
+
+
+def test_a_synonym_makes_the_query_the_title_of_a_page_named_otherwise() -> None:
+    # The seed corpus's `dashboard: home`: the word stands for Home and for Dashboard.
+    docs = [
+        _doc("concepts/home", "Home", ("start screen",), "Home is the first screen after sign-in."),
+        _doc("concepts/dashboard", "Dashboard", ("widget grid",), "A dashboard is a grid of widgets."),
+        _doc("concepts/workspace", "Workspace", ("canvas",), "Your home for notes."),
+    ]
+    lexicon = build_lexicon(
+        titles=[d.title for d in docs], keywords=[k for d in docs for k in d.keywords],
+        texts=[d.content for d in docs], synonyms=Synonyms(words={"dashboard": "home"}),
+    )
+    results = build_document_index(docs, lexicon).search(["home"])
+    named = {r.doc_slug: r.query_is_title for r in results}
+    assert named == {"concepts/home": True, "concepts/dashboard": True, "concepts/workspace": False}
+    # Without the synonym only Home carries the name.
+    plain = build_lexicon(
+        titles=[d.title for d in docs], keywords=[k for d in docs for k in d.keywords],
+        texts=[d.content for d in docs], synonyms=Synonyms(),
+    )
+    assert [r.doc_slug for r in build_document_index(docs, plain).search(["home"]) if r.query_is_title] == [
+        "concepts/home"
+    ]

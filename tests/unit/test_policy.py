@@ -183,3 +183,35 @@ def test_a_stub_page_is_not_answered_for_its_name() -> None:
     assert decide(ranking, DASHBOARD, T).reason == "query_is_title"
     stub = decide(ranking, DASHBOARD, T, is_stub=lambda slug: slug == "concepts/dashboard")
     assert stub.reason != "query_is_title"
+
+
+def titled(slug: str, score: float, title: str) -> Evidence:
+    """Evidence of a page whose title the query is, as the corpus's synonyms read both."""
+    return msgspec.structs.replace(ev(slug, score, 8, terms=("home",), exact=True, title=title), query_is_title=True)
+
+
+HOME = NormalizedQuery(raw="home", tokens=("home",), phrase="home")
+
+
+def test_a_query_the_synonyms_make_two_pages_names_asks_between_them() -> None:
+    # "home": Home's title, and Dashboard's through `dashboard: home` (seeds/synonyms.yaml),
+    # even when a third page outranks Dashboard.
+    ranking = [titled("concepts/home", 1.0, "Home"), ev("actions/navigation", 0.6, 8),
+               titled("concepts/dashboard", 0.4, "Dashboard")]
+    decision = decide(ranking, HOME, T)
+    assert isinstance(decision, Clarify) and decision.reason == "query_names_pages"
+    assert decision.message == "Do you mean Home (concepts) or Dashboard (concepts)?"
+    assert [o.doc_slug for o in decision.options] == ["concepts/home", "concepts/dashboard"]
+
+
+def test_pages_sharing_a_title_up_to_its_plural_are_not_named_by_a_synonym() -> None:
+    # logseq-docs has "Property" and "Properties": one name in two forms, not a synonym's doing.
+    ranking = [titled("docs/properties", 1.0, "Properties"), titled("docs/property", 0.5, "Property")]
+    assert decide(ranking, HOME, T).reason != "query_names_pages"
+
+
+def test_a_stub_or_weak_page_is_not_offered_as_a_named_page() -> None:
+    ranking = [titled("concepts/home", 1.0, "Home"), titled("concepts/dashboard", 0.4, "Dashboard")]
+    assert decide(ranking, HOME, T, is_stub=lambda slug: slug == "concepts/dashboard").reason != "query_names_pages"
+    weak = [ranking[0], msgspec.structs.replace(ranking[1], raw_score=1.0)]
+    assert decide(weak, HOME, T).reason != "query_names_pages"
