@@ -130,3 +130,18 @@ def test_the_sure_page_leads_the_options_while_the_results_keep_their_scores_ord
     assert ordered.message == multi.message
     unsure = msgspec.structs.replace(signals, parts=(signals.parts[0], part(("widgets/quick-links",), sure=False)))
     assert sure_first(calibration, flags, 2, multi, unsure) is None  # decided as one query instead
+
+
+def test_the_fit_replays_the_question_between_pages_a_synonym_names_as_the_seed_rules_ask_it() -> None:
+    from service.evaluation.decision_metrics import CaseRun
+    from service.evaluation.decisions import replayed_status
+
+    # "home" at phase 3: Home's title, and Dashboard's through `dashboard: home`; however sure p is
+    features = dict.fromkeys(FEATURES, 0.0) | {"top_score": 1.0, "tokens": 1.0, "matched_share": 1.0}
+    ranked = ("concepts/home", "actions/navigation", "concepts/dashboard")
+    run = CaseRun(
+        case_id="c", phase=3, policy="seed_rules", status="clarify", reason="query_names_pages", shown=ranked,
+        ranked=ranked, options=("concepts/home", "concepts/dashboard"), features=features,
+        keyword_reason="query_names_pages",
+    )
+    assert replayed_status(run, 0.99, T, None) == ("clarify", ranked, ("concepts/home", "concepts/dashboard"))
