@@ -23,10 +23,9 @@ from service.decide.calibration import (
     features_of,
     load_model,
     probability,
-    ranked_by_score,
     words_found,
 )
-from service.decide.policy import distinct_documents
+from service.decide.policy import distinct_documents, ranked_by_score
 from service.domain.types import Answer, Decision, Evidence, NormalizedQuery
 from service.flags import DecisionFlags
 

@@ -39,6 +39,8 @@ from service.decide.policy import (
     distinct_documents,
     explain_target,
     option_of,
+    pages_by_score,
+    ranked_by_score,
     title_key,
 )
 from service.domain.signals import DecisionSignals, SemanticSignal
@@ -99,11 +101,6 @@ SEED_LEVEL_REASONS = frozenset({"small_gap", "low_confidence"})
 Action = Literal["no_match", "ambiguous", "answer", "weak"]
 
 
-def ranked_by_score(results: Sequence[Evidence]) -> list[Evidence]:
-    """The one ranking: best score first (stable, so equal scores keep their order)."""
-    return sorted(results, key=lambda e: -e.score)
-
-
 def semantic_view(
     signal: SemanticSignal | None, page_similarity: Mapping[str, float] | None = None
 ) -> SemanticView | None:
@@ -124,7 +121,7 @@ def features_of(
     keyword_top: str | None = None,
 ) -> dict[str, float]:
     """Every feature in `FEATURES` from one ranking (sorted here by score)."""
-    pages = distinct_documents(ranked_by_score(results), limit=len(results))
+    pages = pages_by_score(results)
     top = pages[0] if pages else None
     second = pages[1] if len(pages) > 1 else None
     tokens = max(len(query.tokens), 1)

@@ -68,6 +68,16 @@ def distinct_documents(results: Sequence[Evidence], limit: int) -> list[Evidence
     return best
 
 
+def ranked_by_score(results: Sequence[Evidence]) -> list[Evidence]:
+    """The one ranking: best score first (stable, so equal scores keep their order)."""
+    return sorted(results, key=lambda e: -e.score)
+
+
+def pages_by_score(results: Sequence[Evidence]) -> list[Evidence]:
+    """The best evidence of every page, best score first."""
+    return distinct_documents(ranked_by_score(results), limit=len(results))
+
+
 def weakness(top: Evidence, thresholds: Thresholds) -> str | None:
     """Rules 3–5: why the top candidate is too weak to answer with, or None."""
     if matched_term_count(len(top.matched_terms), top.exact_title_phrase) < thresholds.min_matched_terms:
@@ -122,7 +132,7 @@ def named_page(
     key = _corrected_key(query)
     if not key:
         return None
-    pages = distinct_documents(sorted(results, key=lambda e: -e.score), limit=len(results))
+    pages = pages_by_score(results)
     named = [i for i, e in enumerate(pages) if title_key(e.title) == key]
     if len(named) != 1 or named[0] >= NAMED_PAGE_RANK:
         return None
@@ -141,7 +151,7 @@ def synonym_named_pages(
     not meant by a synonym and are left to the other rules, as are stubs and pages too weak
     to answer with (`weakness`).  Empty unless two or more such pages remain."""
     named = [
-        e for e in distinct_documents(sorted(results, key=lambda e: -e.score), limit=len(results))
+        e for e in pages_by_score(results)
         if e.query_is_title and weakness(e, thresholds) is None and not (is_stub is not None and is_stub(e.doc_slug))
     ]
     return named if len({title_key(e.title) for e in named}) > 1 else []

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -79,6 +79,11 @@ class _Query:
     category: str | None
     limit: int
     params: LexicalFlags
+    phrase: str = field(init=False)
+    """The whole query as one key sequence, compared with every ranked unit's title and keywords."""
+
+    def __post_init__(self) -> None:
+        self.phrase = " ".join(self.keys)
 
 
 @dataclass
@@ -228,8 +233,8 @@ def _numbers(
         seed_score=None if ranking.bm25f is None else seed_score,
         title_or_keyword_hit=match.title_or_keyword_hit,
         exact_title_phrase=match.exact_title_phrase,
-        query_is_keyword=" ".join(query.keys) in unit.keyword_phrases,
-        query_is_title=bool(unit.title_phrase) and " ".join(query.keys) == unit.title_phrase,
+        query_is_keyword=query.phrase in unit.keyword_phrases,
+        query_is_title=bool(unit.title_phrase) and query.phrase == unit.title_phrase,
     )
 
 
