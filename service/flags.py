@@ -143,9 +143,9 @@ class DecisionFlags(_Flags, frozen=True):
 
     _key: ClassVar[str] = "decision"
     policy: Literal["seed_rules", "calibrated"] = "seed_rules"
-    answer_p: tuple[Fraction, Fraction, Fraction] = (0.78, 0.82, 0.62)
-    no_match_p: tuple[Fraction, Fraction, Fraction] = (0.54, 0.38, 0.58)
-    ambiguity_ratio: tuple[Ratio, Ratio, Ratio] = (1.01, 1.01, 0.8)
+    answer_p: tuple[Fraction, Fraction, Fraction] = (0.98, 0.78, 0.74)
+    no_match_p: tuple[Fraction, Fraction, Fraction] = (0.58, 0.5, 0.58)
+    ambiguity_ratio: tuple[Ratio, Ratio, Ratio] = (1.01, 0.93, 0.8)
 
     def __post_init__(self) -> None:
         # Between the two is "clarify"; the other way round there is no such band.

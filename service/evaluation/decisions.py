@@ -234,22 +234,33 @@ def replayed_status(
 def fit(
     collected: Collected, cases: Sequence[LabelledQuery], query_set: str, *, portable: bool = False,
 ) -> CalibrationModel:
-    """One model per phase on the dev split, and its operating points chosen on dev.
+    """One model per phase on the dev split, and its operating points chosen on dev (on held-out p,
+    `calibration_fit.cross_fitted`).
     `portable`: without the corpus-scaled features, usable on any corpus (`collected` may
     hold the runs of several corpora, `merge`)."""
     import sklearn
 
-    from service.decide.calibration_fit import Choice, choose_point, fit_phase
+    from service.decide.calibration_fit import (
+        REPEATS,
+        Choice,
+        choose_point,
+        cross_fitted,
+        fit_phase,
+    )
 
     by_id = {c.id: c for c in cases}
     dev = [r for r in collected.runs if by_id[r.case_id].split == "dev" and r.policy == "seed_rules"]
     excluded = CORPUS_SCALED if portable else frozenset()
     phases = {}
+    held_out: list[dict[tuple[str, int], float]] = [{} for _ in range(REPEATS)]
     for phase in PHASES:
         rows = [r for r in dev if r.phase == phase]
         labels = [int(top_is_right(by_id[r.case_id], r.ranked)) for r in rows]
         phases[str(phase)] = fit_phase([r.features for r in rows], labels, excluded=excluded)
         say(f"phase {phase}: fitted on {len(rows)} dev cases, Brier {phases[str(phase)].dev_brier}")
+        repeats = cross_fitted([r.case_id for r in rows], [r.features for r in rows], labels, excluded=excluded)
+        for pooled, repeat in zip(held_out, repeats, strict=True):
+            pooled.update(((case_id, phase), p) for case_id, p in repeat.items())
     stamp = dt.datetime.now(dt.UTC)
     name = f"portable-{collected.corpus}" if portable else collected.corpus
     draft = CalibrationModel(
@@ -261,37 +272,38 @@ def fit(
         library=f"scikit-learn {sklearn.__version__}", query_set=query_set,
         fitted_at=stamp.isoformat(timespec="seconds"),
     )
-    p_of = {(r.case_id, r.phase): calibrated_p(draft, r) for r in dev}
     by_key = {(r.case_id, r.phase): r for r in dev}
     chosen: dict[int, Choice] = {}
     for phase in PHASES:  # in order: phase 3's keyword verdict uses phase 2's point
         mine = [r for r in dev if r.phase == phase]
 
         def evaluate(point: DecisionPoint, mine: list[CaseRun] = mine) -> tuple[int, int, int, int, int]:
+            # Every repeat's held-out p, counts pooled: the point must hold whichever cases a fold held out.
             right = answers = wrong = answerable = covered = 0
-            for r in mine:
-                case = by_id[r.case_id]
-                verdict = _verdict(by_key, p_of, r, chosen[2].point) if r.phase == 3 else None
-                # Multi-intent parts are keyword searches: phase 3 judges them with phase 2's model.
-                part_phase, part_point = (2, chosen[2].point) if r.phase == 3 else (r.phase, point)
-                multi = multi_intent_pages(draft.phases[str(part_phase)], part_point, r.shown, r.parts) \
-                    if r.reason == "multi_intent" else ()
-                if r.phase == 3 and multi:
-                    multi = ()  # phase 3 keeps the fused order (`multi_intent_on`)
-                status, shown, options = replayed_status(r, p_of[(r.case_id, r.phase)], point, verdict, multi)
-                right += right_outcome(case, status, shown, options)
-                if status == "answer":
-                    answers += 1
-                    wrong += not top_is_right(case, shown)
-                if case.decision == "answer":
-                    answerable += 1
-                    covered += status == "answer"
+            for p_of in held_out:
+                for r in mine:
+                    case = by_id[r.case_id]
+                    verdict = _verdict(by_key, p_of, r, chosen[2].point) if r.phase == 3 else None
+                    # Multi-intent parts are keyword searches: phase 3 judges them with phase 2's model.
+                    part_phase, part_point = (2, chosen[2].point) if r.phase == 3 else (r.phase, point)
+                    multi = multi_intent_pages(draft.phases[str(part_phase)], part_point, r.shown, r.parts) \
+                        if r.reason == "multi_intent" else ()
+                    if r.phase == 3 and multi:
+                        multi = ()  # phase 3 keeps the fused order (`multi_intent_on`)
+                    status, shown, options = replayed_status(r, p_of[(r.case_id, r.phase)], point, verdict, multi)
+                    right += right_outcome(case, status, shown, options)
+                    if status == "answer":
+                        answers += 1
+                        wrong += not top_is_right(case, shown)
+                    if case.decision == "answer":
+                        answerable += 1
+                        covered += status == "answer"
             return right, answers, wrong, answerable, covered
 
         chosen[phase] = choose_point(evaluate, MAX_WRONG)
         c = chosen[phase]
-        say(f"phase {phase} on dev: {msgspec.to_builtins(c.point)}; wrong answers {c.wrong_rate:.1%}, "
-            f"coverage {c.coverage:.1%}, right decisions {c.right_decisions}/{len(mine)}")
+        say(f"phase {phase} on dev, held out: {msgspec.to_builtins(c.point)}; wrong answers {c.wrong_rate:.1%}, "
+            f"coverage {c.coverage:.1%}, right decisions {c.right_decisions / len(held_out):.0f}/{len(mine)}")
     points = [chosen[ph].point for ph in PHASES]
     return msgspec.structs.replace(
         draft,

@@ -311,3 +311,31 @@ def test_the_fit_replays_the_named_page_answer_of_the_seed_rules() -> None:
                   features=signals.features, keyword_reason="query_is_title")
     # a low p does not matter: the query names the page, as "what is X" does
     assert replayed_status(run, 0.05, T, None) == ("answer", ("concepts/dashboard", "concepts/home"), ())
+
+
+def test_held_out_p_is_not_over_confident_where_the_fit_memorises_its_dev_cases() -> None:
+    """`fit-decisions` picks answer_p where dev keeps wrong answers <= 3 %.  On its own training
+    cases a model's p is over-confident (here: labels that no signal predicts, which a model with
+    23 inputs and 60 cases still "learns"), so the points come from p of cases each model never saw."""
+    import random
+
+    from service.decide.calibration_fit import FOLDS, REPEATS, cross_fitted, fit_phase, fold_of
+
+    rng = random.Random(11)
+    keys = [f"case-{i}" for i in range(60)]
+    rows = [{name: rng.gauss(0.0, 1.0) for name in FEATURES} for _ in keys]
+    labels = [int(rng.random() < 0.5) for _ in keys]
+
+    def brier(p: list[float]) -> float:
+        return sum((pi - y) ** 2 for pi, y in zip(p, labels, strict=True)) / len(labels)
+
+    seen = fit_phase(rows, labels)
+    in_sample = brier([probability(seen, row) for row in rows])
+    repeats = cross_fitted(keys, rows, labels)
+    assert len(repeats) == REPEATS and all(set(held) == set(keys) for held in repeats)
+    held_out = [brier([held[key] for key in keys]) for held in repeats]
+    assert in_sample < 0.2 < min(held_out)  # memorised vs no better than a coin (0.25)
+    # The folds are a hash of the case: a refit on the same cases folds them the same way.
+    assert [fold_of(key, 0) for key in keys] == [fold_of(key, 0) for key in keys]
+    assert {fold_of(key, 0) for key in keys} == set(range(FOLDS))
+    assert cross_fitted(keys, rows, labels) == repeats
