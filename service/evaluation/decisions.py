@@ -280,16 +280,16 @@ def fit(
         def evaluate(point: DecisionPoint, mine: list[CaseRun] = mine) -> tuple[int, int, int, int, int]:
             # Every repeat's held-out p, counts pooled: the point must hold whichever cases a fold held out.
             right = answers = wrong = answerable = covered = 0
-            for p_of in held_out:
-                for r in mine:
-                    case = by_id[r.case_id]
+            for r in mine:
+                case = by_id[r.case_id]
+                # Multi-intent parts are keyword searches: phase 3 judges them with phase 2's model.
+                part_phase, part_point = (2, chosen[2].point) if r.phase == 3 else (r.phase, point)
+                multi = multi_intent_pages(draft.phases[str(part_phase)], part_point, r.shown, r.parts) \
+                    if r.reason == "multi_intent" else ()
+                if r.phase == 3 and multi:
+                    multi = ()  # phase 3 keeps the fused order (`multi_intent_on`)
+                for p_of in held_out:
                     verdict = _verdict(by_key, p_of, r, chosen[2].point) if r.phase == 3 else None
-                    # Multi-intent parts are keyword searches: phase 3 judges them with phase 2's model.
-                    part_phase, part_point = (2, chosen[2].point) if r.phase == 3 else (r.phase, point)
-                    multi = multi_intent_pages(draft.phases[str(part_phase)], part_point, r.shown, r.parts) \
-                        if r.reason == "multi_intent" else ()
-                    if r.phase == 3 and multi:
-                        multi = ()  # phase 3 keeps the fused order (`multi_intent_on`)
                     status, shown, options = replayed_status(r, p_of[(r.case_id, r.phase)], point, verdict, multi)
                     right += right_outcome(case, status, shown, options)
                     if status == "answer":
