@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -511,7 +512,120 @@ def load_flags(path: Path, environ: Mapping[str, str] | None = None) -> Flags:
     return apply_env_overrides(base, env_overrides(environ if environ is not None else os.environ))
 
 
-# -- the README's flags table, generated from this schema --------------------------
+# -- the documentation's flags table (docs/configuration.md), generated from this schema --
+
+FLAG_MEANINGS: dict[str, str] = {
+    "enabled": "DOC_RETRIEVAL_ENABLED: master switch",
+    "phase": "DOC_RETRIEVAL_PHASE: highest phase in use (1 keyword docs, 2 chunks, 3 hybrid)",
+    "retrieval.default_top_k": "results when a request gives no top_k",
+    "retrieval.max_top_k": "largest top_k a request may ask (published in the OpenAPI schema); <= candidate_pool",
+    "retrieval.max_chunks_per_doc": "phase 2+ de-duplication (lifted for multi-intent queries)",
+    "retrieval.candidate_pool": "candidates each leg hands to fusion",
+    "typo.min_token_length": "shorter tokens are never corrected",
+    "typo.max_token_length": "longer tokens are never corrected: bounds the fuzzy work",
+    "typo.similarity_cutoff": 'rapidfuzz ratio (0-100) a correction must reach ("task" → "ask" is 85.7)',
+    "typo.max_edits": "non-words only: edits to a corpus word (a swapped letter is one); 2 only past 5 letters; 0 = off",
+    "semantic.similarity_floor": "below this cosine the best neighbour is not evidence",
+    "semantic.answer_similarity": "a purely semantic answer needs at least this cosine",
+    "semantic.margin": "cosine gap top-vs-other-document below which it is ambiguous",
+    "semantic.ef_search": "HNSW candidate list; >= retrieval.candidate_pool (the pool's session default)",
+    "semantic.representations": "vectors per chunk: body | section | page "
+    "([note](quality/notes/2026-11-24-paraphrases.md)); a change needs a reindex",
+    "decision.policy": "seed_rules | calibrated (a corpus with no fit of its own: the portable fit); "
+    "[Decisions](decisions/index.md)",
+    "decision.answer_p": "answer when p >= this (a corpus's own fit; a portable fit brings its own, "
+    "see [Operating points](#operating-points-which-wins))",
+    "decision.no_match_p": "no match below this, clarify in between; <= answer_p",
+    "decision.ambiguity_ratio": "ask between two pages when the second scores >= this share of the top (> 1: never)",
+    "fusion.method": "weighted | rrf",
+    "fusion.query_type_weights": "false: weights.default for every query",
+    "fusion.rrf_k": "RRF's rank constant (method rrf)",
+    "fusion.weights.default": "[keyword, semantic] when query_type_weights is false; each pair sums to 1",
+    "fusion.weights.exact": "identifiers, quoted strings",
+    "fusion.weights.semantic": "was 0.15/0.85: Cranfield nDCG@10 0.4068 → 0.4160 with 0.3/0.7",
+    "fusion.weights.mixed": "neither clearly exact nor a question",
+    "fusion.short_page_chars": "pages with less text than this are discounted; 0 = off "
+    "([note](quality/notes/2026-11-24-short-pages.md))",
+    "fusion.short_page_power": "0.5: a page a quarter as long as short_page_chars scores half",
+    "lexical.scorer": "seed | bm25 (BM25F; chosen on [Cranfield](quality/cranfield.md))",
+    "lexical.k1": "term-frequency saturation",
+    "lexical.b": "length normalisation (0 none .. 1 full)",
+    "lexical.title_weight": "a title/heading word counts as this many occurrences",
+    "lexical.keyword_weight": "a keyword counts as this many occurrences",
+    "lexical.content_weight": "a body word counts as this many occurrences (not all three 0)",
+    "chunking.max_tokens": "a chunk's size in model tokens",
+    "embedding.batch_size": "chunks per embedding batch",
+    "embedding.query_cache_size": "query embeddings kept (LRU; 0 = off)",
+    "embedding.backend": "torch | onnx | onnx-int8 ([Embedding backends](operations/embedding.md)); read at start-up",
+    "embedding.batch_wait_ms": "a query waits at most this long for others to share its forward pass",
+    "embedding.batch_max": "queries per forward pass",
+    "embedding.max_queue_ms": "a query whose embedding would wait longer falls back to phase 2 at once",
+    "embedding.threads": "model threads; 0: the cores this process may use, minus one kept for the event loop "
+    "(keyword work); read at start-up",
+    "embedding.remote_batch_size": "chunks per POST /v1/embeddings (EMBEDDING_REMOTE_URL)",
+    "embedding.remote_concurrency": "requests in flight to the embedding server",
+    "embedding.remote_retries": "retries per batch, exponential back-off",
+    "timeouts.db_ms": "a database call slower than this is an error",
+    "timeouts.phase_ms": "a phase slower than this is passed over",
+    "kill_switch.p95_ms": "a phase's p95 above this over a window drops a phase",
+    "kill_switch.window_s": "rolling window length",
+    "kill_switch.short_window_s": "a p95 trip needs the breach over this recent window too and slow samples "
+    "this far apart: a burst of seconds does not trip (0: off)",
+    "kill_switch.error_rate": "errors / attempts above this trips (see error_action)",
+    "kill_switch.min_samples": "samples a window needs before it can trip",
+    "kill_switch.cooldown_s": "after a trip, time before probing again",
+    "kill_switch.probe_share": "share of requests probing while half-open (> 0)",
+    "kill_switch.error_action": "error-rate trip: drop_phase takes the failing phase out (phases below answer); "
+    "disable: retrieval off (the seed plan's rule)",
+    "context.core_concepts": "token budget per section (always included)",
+    "context.retrieved_docs": "the documentation passages",
+    "context.ui_context": "the UI context section",
+    "context.widget_states": "the widget states section",
+    "context.recent_messages": "the recent messages section",
+    "context.total": "the whole context; >= core_concepts + retrieved_docs",
+    "context.max_chunks_per_doc": "passages of one page in the context",
+    "context.window_chars": "characters of the neighbouring chunks (same page) before and after each chunk; 0: none",
+    "context.full_page_confidence": "an answer at least this confident gets its whole page when it fits "
+    "retrieved_docs; 1: only certain ones",
+    "seeding.broken_links": "warn | fail: internal links that resolve to no page or heading",
+    "seeding.default_category": "category of pages at the root of SEEDS_DIR (no folder, no front matter)",
+    "seeding.ignore": "extra globs (relative path or file name) that are not pages "
+    "([Seeding](operations/seeding.md#keeping-a-file-out-of-the-corpus-seedingignore))",
+    "query_log.enabled": "every /retrieve and /context call, written off the request path",
+    "query_log.store_text": "false: keep tokens, decision and evidence but never the query text",
+    "query_log.queue_size": "records waiting for the writer; beyond it they are dropped (counted)",
+    "query_log.batch_size": "records written per batch",
+    "query_log.flush_interval_ms": "a batch is written at least this often",
+    "query_log.retention_days": "rows older than this are pruned (checked once a minute)",
+    "query_log.retention_rows": "rows beyond the newest this many are pruned",
+    "feedback.rate_limit_per_minute": "POST /feedback per client address (429 + Retry-After beyond)",
+    "feedback.max_comment_chars": "longer comments are a 400 (at most 2000, the request schema's bound)",
+    "review.sample_size": "queries in each period's review sample",
+    "review.period": "day | week (UTC)",
+    "insights.keyword_match_rate_min": '"keyword match rate < 70 %" → consider phase 2',
+    "insights.typo_failure_rate_max": "share of queries with an unknown word that found nothing",
+    "insights.reviewed_precision_min": '"manual review shows poor precision"',
+    "insights.question_failure_rate_max": '"how do I…" questions answered with clarify / no match',
+    "insights.question_match_rate_min": "keyword match rate on natural-language questions",
+    "insights.min_samples": "fewer queries (or reviews) in the window: no verdict",
+    "conversation.reply_ttl_s": 'a clarification older than this is refused as reply_to (400 "expired")',
+}
+"""What each flag does, for the generated table (links are relative to docs/). The seed
+rules' thresholds `phases.<keyword|chunks|hybrid>.*` share one meaning each (below)."""
+
+_THRESHOLD_MEANINGS = {
+    "min_score": "seed rules: the best page's raw seed-formula points (before length normalisation) must reach this",
+    "min_conf": "seed rules: (top - second) / top of the ranking scores must reach this",
+    "min_gap": "seed rules: raw seed-point gap to the best other page",
+    "min_matched_terms": "seed rules: query terms the best page must match",
+}
+
+
+def _meaning(key: str) -> str:
+    if key.startswith("phases."):
+        return _THRESHOLD_MEANINGS.get(key.rsplit(".", 1)[1], "")
+    return FLAG_MEANINGS.get(key, "")
+
 
 def _allowed(info: msgspec.inspect.Type) -> str:
     if isinstance(info, msgspec.inspect.Metadata):
@@ -544,34 +658,27 @@ def _leaf_types() -> Iterator[tuple[str, msgspec.inspect.Type]]:
     yield from walk("", msgspec.inspect.type_info(Flags))
 
 
-def _yaml_comments(path: Path) -> dict[str, str]:
-    """`key: value  # comment` lines of flags.yaml, by dotted key."""
-    comments: dict[str, str] = {}
-    stack: list[tuple[int, str]] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        match = re.match(r"^( *)([a-z_0-9]+):(.*)$", line)
-        if not match:
-            continue
-        indent, name, rest = len(match[1]), match[2], match[3]
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        key = ".".join([*(part for _, part in stack), name])
-        stack.append((indent, name))
-        if "#" in rest:
-            comments[key] = rest.split("#", 1)[1].strip()
-    return comments
-
-
-def flags_table(flags_yaml: Path) -> str:
-    """Markdown table of every flag: default, allowed values, flags.yaml's comment."""
+def flags_table() -> str:
+    """Markdown table of every flag: its schema default, allowed values and meaning."""
     defaults = Flags()
-    comments = _yaml_comments(flags_yaml)
     lines = ["| flag | default | allowed | meaning |", "|---|---|---|---|"]
     for key, info in _leaf_types():
-        default = json.dumps(get_value(defaults, key))
-        meaning = comments.get(key, "").replace("|", "\\|")
+        default = json.dumps(get_value(defaults, key), ensure_ascii=False)
+        meaning = _meaning(key).replace("|", "\\|")
         lines.append(f"| `{key}` | `{default}` | {_allowed(info)} | {meaning} |")
     return "\n".join(lines)
+
+
+TABLE_START, TABLE_END = "<!-- flags-table:start -->", "<!-- flags-table:end -->"
+
+
+def with_flags_table(page: str) -> str:
+    """`page` with the text between its table markers replaced by today's table."""
+    head, start, rest = page.partition(TABLE_START)
+    _, end, tail = rest.partition(TABLE_END)
+    if not (start and end):
+        raise ValueError(f"the page has no {TABLE_START} … {TABLE_END} markers")
+    return f"{head}{start}\n\n{flags_table()}\n\n{end}{tail}"
 
 
 def leaf_json_schemas() -> dict[str, dict[str, Any]]:
@@ -590,5 +697,10 @@ def leaf_json_schemas() -> dict[str, dict[str, Any]]:
     return dict(walk("", root))
 
 
-if __name__ == "__main__":  # python -m service.flags: print the README's flags table
-    print(flags_table(Path(__file__).resolve().parent.parent / "flags.yaml"))
+if __name__ == "__main__":  # python -m service.flags [--write]: the docs' flags table
+    page = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+    if sys.argv[1:] == ["--write"]:
+        page.write_text(with_flags_table(page.read_text(encoding="utf-8")), encoding="utf-8")
+        print(f"wrote the flags table into {page}")
+    else:
+        print(flags_table())

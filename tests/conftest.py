@@ -187,7 +187,8 @@ def quiet_flags_file() -> Path:
     import yaml
 
     if not _quiet_flags:
-        data = yaml.safe_load((PROJECT_ROOT / "flags.yaml").read_text(encoding="utf-8"))
+        # `or {}`: the shipped flags.yaml may override nothing (all comments).
+        data = yaml.safe_load((PROJECT_ROOT / "flags.yaml").read_text(encoding="utf-8")) or {}
         data["kill_switch"] = {**data.get("kill_switch", {}), **UNREACHABLE_KILL_SWITCH}
         data["timeouts"] = {**data.get("timeouts", {}), **PATIENT_TIMEOUTS}
         # Every core to the model: a test's set-up indexes a corpus while no traffic needs the

@@ -38,9 +38,9 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 def _flags_file(tmp_path: Path, **sections: dict[str, Any]) -> Path:
     """flags.yaml with some sections' keys replaced."""
-    data = yaml.safe_load((PROJECT_ROOT / "flags.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((PROJECT_ROOT / "flags.yaml").read_text(encoding="utf-8")) or {}
     for section, values in sections.items():
-        data[section] = {**data[section], **values}
+        data[section] = {**data.get(section, {}), **values}
     path = tmp_path / "flags.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return path

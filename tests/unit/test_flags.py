@@ -6,8 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from service.flags import (
+    FLAG_MEANINGS,
     FlagError,
     Flags,
     apply_overrides,
@@ -15,9 +17,16 @@ from service.flags import (
     flags_table,
     get_value,
     load_flags,
+    with_flags_table,
 )
 
 PROJECT_FLAGS = Path(__file__).resolve().parents[2] / "flags.yaml"
+CONFIGURATION_PAGE = PROJECT_FLAGS.parent / "docs" / "configuration.md"
+
+
+def _documentation() -> list[Path]:
+    """The README and every page of the documentation site."""
+    return [PROJECT_FLAGS.parent / "README.md", *sorted((PROJECT_FLAGS.parent / "docs").rglob("*.md"))]
 
 
 def test_the_shipped_flags_file_is_valid_and_complete() -> None:
@@ -75,8 +84,34 @@ def test_overrides_are_validated_through_the_same_schema() -> None:
 
 
 def test_the_schema_defaults_are_the_shipped_file() -> None:
-    """One default per flag: flags.yaml and the schema agree on every value."""
+    """The shipped service runs on the schema's defaults: flags.yaml changes none of them."""
     assert load_flags(PROJECT_FLAGS, environ={}) == Flags()
+
+
+def test_the_shipped_flags_file_repeats_no_default() -> None:
+    """One home per default: a key in flags.yaml is an override, never a copy of the schema."""
+    data = yaml.safe_load(PROJECT_FLAGS.read_text(encoding="utf-8")) or {}
+    defaults = Flags()
+
+    def repeated(prefix: str, value: object) -> list[str]:
+        if isinstance(value, dict):
+            return [key for name, item in value.items() for key in repeated(f"{prefix}{name}.", item)]
+        key = prefix[:-1]
+        default = get_value(defaults, key)
+        same = list(value) == list(default) if isinstance(value, list) else value == default
+        return [key] if same else []
+
+    assert repeated("", data) == [], "flags.yaml repeats schema defaults; delete those keys"
+
+
+def test_a_key_left_out_of_the_file_is_the_schema_default(tmp_path: Path) -> None:
+    path = tmp_path / "flags.yaml"
+    path.write_text("# only comments\n")
+    assert load_flags(path, environ={}) == Flags()
+    path.write_text("semantic:\n  margin: 0.05\n")
+    flags = load_flags(path, environ={})
+    assert flags.semantic.margin == 0.05
+    assert apply_overrides(flags, {"semantic.margin": Flags().semantic.margin}) == Flags()
 
 
 @pytest.mark.parametrize(
@@ -131,34 +166,73 @@ def test_strings_are_not_coerced(key: str, value: str) -> None:
         apply_overrides(Flags(), {key: value})
 
 
-# `key` default / `key` (default) / `key` = default, as the README quotes flags in prose;
+# `key` default / `key` (default) / `key` = default, as the README and docs quote flags in prose;
 # a pair is written 0.3/0.7.
 _NUMBER = r"\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?"
 _QUOTED = re.compile(rf"`([a-z_0-9]+(?:\.[a-z_0-9]+)*)`:? (?:({_NUMBER})\b(?![^\s,;.)])|\(({_NUMBER})\)|= ({_NUMBER})\b)")
 
 
-def test_every_default_the_readme_quotes_is_the_schema_default() -> None:
-    readme = (PROJECT_FLAGS.parent / "README.md").read_text(encoding="utf-8")
+def _quoted_defaults(text: str, where: str) -> int:
+    """Assert every default `text` quotes in prose is the schema's; how many it checked."""
     # ``...`` spans quote example output (e.g. an error naming a bad value), not defaults.
-    readme = re.sub(r"``.*?``", "", readme, flags=re.S)
+    text = re.sub(r"``.*?``", "", text, flags=re.S)
     defaults = Flags()
     keys = flag_keys(defaults)
     checked = 0
-    for name, *forms in _QUOTED.findall(readme):
+    for name, *forms in _QUOTED.findall(text):
         quoted = next(form for form in forms if form)
         matches = [key for key in keys if key == name or key.endswith(f".{name}")]
         if len(matches) != 1:
-            continue  # not a flag (or ambiguous: the README must then use the dotted key)
+            continue  # not a flag (or ambiguous: the text must then use the dotted key)
         value = get_value(defaults, matches[0])
         numbers = [float(part) for part in quoted.split("/")]
         expected = [float(v) for v in value] if isinstance(value, list | tuple) else [float(value)]
-        assert numbers == expected, f"README quotes `{name}` {quoted}; the schema says {value}"
+        assert numbers == expected, f"{where} quotes `{name}` {quoted}; the schema says {value}"
         checked += 1
-    assert checked >= 3  # the check found the README's quotes at all
+    return checked
 
 
-def test_the_readme_flags_table_is_generated_from_the_schema() -> None:
-    readme = (PROJECT_FLAGS.parent / "README.md").read_text(encoding="utf-8")
-    assert flags_table(PROJECT_FLAGS) in readme, (
-        "README's flags table is stale: regenerate it with `python -m service.flags`"
+# Dated experiment notes quote the values of their day (history, not defaults).
+_HISTORY = "quality/notes/"
+
+
+def test_every_default_the_documentation_quotes_is_the_schema_default() -> None:
+    checked = 0
+    for page in _documentation():
+        if _HISTORY in page.as_posix():
+            continue
+        checked += _quoted_defaults(page.read_text(encoding="utf-8"), str(page.relative_to(PROJECT_FLAGS.parent)))
+    assert checked >= 3  # the check found the documentation's quotes at all
+
+
+def test_a_wrong_quoted_default_is_caught() -> None:
+    with pytest.raises(AssertionError, match=r"semantic\.margin"):
+        _quoted_defaults("a `semantic.margin` 0.5 gap", "example")
+
+
+def test_the_documented_flags_table_is_generated_from_the_schema() -> None:
+    page = CONFIGURATION_PAGE.read_text(encoding="utf-8")
+    assert flags_table() in page and with_flags_table(page) == page, (
+        "docs/configuration.md's flags table is stale: regenerate it with `python -m service.flags --write`"
     )
+
+
+def test_the_documented_table_shows_every_schema_default() -> None:
+    """Row by row: each flag's documented default is the schema's, and no flag is missing."""
+    page = CONFIGURATION_PAGE.read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `([a-z_0-9.]+)` \| `([^`]*)` \|", page, flags=re.M))
+    defaults = Flags()
+    assert sorted(rows) == sorted(flag_keys(defaults))
+    for key, shown in rows.items():
+        assert yaml.safe_load(shown) == _as_yaml(get_value(defaults, key)), key
+
+
+def _as_yaml(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def test_every_flag_has_a_meaning_and_every_meaning_a_flag() -> None:
+    keys = set(flag_keys())
+    assert set(FLAG_MEANINGS) <= keys, f"meanings of unknown flags: {set(FLAG_MEANINGS) - keys}"
+    missing = {key for key in keys - set(FLAG_MEANINGS) if not key.startswith("phases.")}
+    assert not missing, f"flags without a meaning in service/flags.py FLAG_MEANINGS: {missing}"
