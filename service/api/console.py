@@ -63,6 +63,7 @@ SECURITY_HEADERS = {
 ASSETS = {
     "console.css": "text/css",
     "console.js": "text/javascript",
+    "favicon.svg": "image/svg+xml",
 }
 
 
@@ -82,6 +83,13 @@ async def console_asset(name: FromPath[str]) -> Response[bytes]:
     if media_type is None:
         raise NotFoundException(f"no console asset {name!r}")
     return Response(_asset(name), media_type=media_type, headers=SECURITY_HEADERS)
+
+
+@get("/favicon.ico", include_in_schema=False)
+async def favicon() -> Response[bytes]:
+    """Browsers ask for it on every page of this origin (the console links the SVG itself)."""
+    return Response(_asset("favicon.svg"), media_type="image/svg+xml",
+                    headers={"Cache-Control": "max-age=86400", "X-Content-Type-Options": "nosniff"})
 
 
 # -- golden replay ------------------------------------------------------------
@@ -217,4 +225,4 @@ async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
                         known_failures=summary.known, note=IN_PROCESS_NOTE)
 
 
-ROUTES = [console_page, console_asset, replay_files, replay]
+ROUTES = [console_page, console_asset, favicon, replay_files, replay]

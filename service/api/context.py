@@ -47,7 +47,7 @@ from service.context.types import (
     budget_of,
 )
 from service.domain.types import Base
-from service.feedback.records import ENDPOINT
+from service.feedback.records import ENDPOINT, TYPED
 from service.ingest.tokens import get_token_counter, model_name_for
 
 MAX_MESSAGES = 5
@@ -152,6 +152,7 @@ async def context(
     pipeline = pipeline_of(state)
     budget = budget_of(pipeline.flags().context, overrides)
     ENDPOINT.set("context")  # the query log tells /context calls from /retrieve ones
+    TYPED.set(params.query)
     conversation = await conversation_of(state, pipeline.flags(), data.history, data.ui_context, data.reply_to)
     outcome = await pipeline.run_request(dataclasses.replace(params, conversation=conversation))
     ui, widgets, messages = _inputs(data)

@@ -12,6 +12,7 @@ from service.db import repo
 from service.db.pool import describe_error
 from service.db.supervisor import DatabaseStatus
 from service.domain.types import Base
+from service.operations import OPS_KEY, Operations
 from service.state import get_state
 
 READY_QUERY_TIMEOUT_S = 2.0
@@ -39,6 +40,11 @@ class Ready(Base, frozen=True):
     calibration: str | None = None
     """The fitted calibration file's version (service/decide/data/calibration.json)."""
     calibration_error: str | None = None
+    phase: int | None = None
+    """The configured phase (the `phase` flag: file, environment or runtime override)."""
+    phase_in_force: int | None = None
+    """The highest phase a request may use now: `phase` under the kill switch's ceiling; 0 while
+    retrieval is disabled (flag `enabled` or the kill switch)."""
 
 
 class NotReady(Base, frozen=True):
@@ -84,10 +90,21 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             embedding_model=semantic.serving_model if semantic else None,
             semantic_error=semantic.error if semantic else None,
             database=db, decision_policy=st.decision.policy(), calibration=st.decision.calibration(),
-            calibration_error=st.decision.error(),
+            calibration_error=st.decision.error(), **_phases(state),
         ),
         status_code=200,
     )
+
+
+def _phases(state: State) -> dict[str, int | None]:
+    """The configured phase and the one in force, so a client (the console) need no admin token."""
+    ops = state.get(OPS_KEY)
+    if not isinstance(ops, Operations):
+        return {}
+    flags = ops.flags()
+    ceiling = ops.kill_switch.ceiling
+    in_force = 0 if not flags.enabled else flags.phase if ceiling is None else min(ceiling, flags.phase)
+    return {"phase": flags.phase, "phase_in_force": in_force}
 
 
 def _not_ready(reason: str, db: DatabaseStatus | None = None) -> Response[Ready | NotReady]:

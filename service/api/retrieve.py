@@ -27,6 +27,7 @@ from service.api.schemas import (
 )
 from service.domain.outcome import Outcome
 from service.domain.types import Evidence, Option
+from service.feedback.records import TYPED
 from service.normalize.text import clean
 from service.pipeline import Pipeline, RetrieveParams
 from service.state import get_state
@@ -100,6 +101,7 @@ async def retrieve(
     flags = pipeline.flags()
     check_top_k(params.top_k, flags)
     conversation = await conversation_of(state, flags, data.history, data.ui_context, data.reply_to)
+    TYPED.set(params.query)  # the query log keeps it beside the text the conversation searched
     outcome = await pipeline.run_request(dataclasses.replace(params, conversation=conversation))
     return response_of(outcome, await clarification_for(state, outcome, params.query))
 

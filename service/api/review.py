@@ -150,6 +150,7 @@ async def get_insights(
     window: Annotated[str, QueryParameter(pattern=insights.WINDOW_PATTERN, description="e.g. 30m, 24h, 7d")] = "7d",
 ) -> dict[str, Any]:
     fb = feedback_of(state)
+    flags = fb.flags()  # the configured phase: advice is only ever about a phase above it
     try:
         window_s = insights.parse_window(window)
     except insights.BadWindow as err:
@@ -169,7 +170,8 @@ async def get_insights(
         "window": window, "start": start.isoformat(), "end": end.isoformat(),
         "counts": dataclasses.asdict(counts),
         "rates": {name: rate.json() for name, rate in insights.rates(counts).items()},
-        "latency_by_phase": latency, "triggers": insights.triggers(counts, fb.flags().insights),
+        "latency_by_phase": latency, "triggers": insights.triggers(counts, flags.insights, flags.phase),
+        "phase_in_force": flags.phase,
         "series": series, "log": fb.writer.describe(),
         "computed_ms": round((time.perf_counter() - started) * 1000, 3),
     }

@@ -82,8 +82,16 @@
     if (res.ok) {
       const d = res.data || {};
       pill.textContent = "ready · " + fmt(d.documents) + " docs · " + fmt(d.chunks) + " chunks" +
-        (d.semantic_ready ? " · phase 3 ready" : " · phase 3 indexing");
+        (d.semantic_ready ? " · phase 3 ready" : " · phase 3 indexing") +
+        (typeof d.phase === "number" ? " · configured phase " + d.phase : "") +
+        (typeof d.phase_in_force === "number" && d.phase_in_force !== d.phase
+          ? " · in force " + (d.phase_in_force === 0 ? "none (disabled)" : "phase " + d.phase_in_force) : "");
       pill.className = "pill ok";
+      // Before the admin token loads the flags, the configured phase comes from /ready:
+      // the selector never shows a phase the service is not configured with.
+      if (typeof d.phase === "number" && !state.flags.length && document.activeElement !== $("flag-phase")) {
+        $("flag-phase").value = String(d.phase);
+      }
     } else {
       pill.textContent = "not ready: " + ((res.data && (res.data.reason || res.data.error)) || res.status);
       pill.className = "pill bad";
@@ -656,6 +664,20 @@
     $("review-body").replaceChildren(...d.items.map(reviewRow));
   }
 
+  // What the user typed, and beside it what was searched (when the conversation rewrote it)
+  // and the normalised tokens the ranking used.
+  function queryCell(item) {
+    if (item.query === null) return el("td", { text: "(text not stored)" });
+    const typed = item.typed || item.query;
+    const parts = [el("span", { class: "typed", "data-testid": "typed", text: typed })];
+    if (item.query !== typed) {
+      parts.push(el("span", { class: "meta searched", "data-testid": "searched", text: "searched: " + item.query }));
+    }
+    parts.push(el("span", { class: "meta normalised", "data-testid": "normalised",
+      text: "normalised: " + ((item.tokens || []).join(" ") || "–") }));
+    return el("td", { class: "query-cell" }, parts);
+  }
+
   function reviewRow(item) {
     const evidence = el("ol", { class: "evidence" }, ...(item.results || []).map((r) =>
       el("li", {}, el("code", { text: r.doc_slug }), r.header_path ? " › " + r.header_path : "", " (" + fmt(r.score, 3) + ")")));
@@ -666,7 +688,7 @@
     const mark = (verdict, body) => el("button", { type: "button", "data-admin": true, text: verdict,
       onclick: () => postReview(item.request_id, body || { verdict }) });
     return el("tr", { "data-request-id": item.request_id },
-      el("td", { text: item.query === null ? "(text not stored)" : item.query }),
+      queryCell(item),
       el("td", { text: item.status + " · phase " + item.phase + " · " + fmt(item.confidence, 2) }),
       el("td", {}, evidence), el("td", { text: feedback }), el("td", { class: "review-state", text: review }),
       el("td", { class: "mark" }, mark("right"), mark("wrong"), slug,
@@ -698,7 +720,8 @@
     }
     $("insights-body").replaceChildren(...rows);
     $("insights-triggers").replaceChildren(...d.triggers.map((t) => el("li", {
-      class: t.fired ? "fired" : "", text: "phase " + t.phase + ": " + t.text })));
+      class: t.fired && !t.in_force ? "fired" : t.in_force ? "in-force" : "",
+      text: "phase " + t.phase + ": " + t.text })));
     drawInsights();
   }
 

@@ -72,8 +72,11 @@ def _pct(value: float) -> str:
     return f"{value * 100:.0f} %"
 
 
-def triggers(c: Counts, limits: InsightsFlags) -> list[dict[str, Any]]:
-    """Each Phase Trigger: fired or not (None: too few samples), with the numbers behind it."""
+def triggers(c: Counts, limits: InsightsFlags, phase_in_force: int | None = None) -> list[dict[str, Any]]:
+    """Each Phase Trigger: fired or not (None: too few samples), with the numbers behind it.
+
+    `advice` is "consider phase N" only for a phase above `phase_in_force` (the configured
+    phase): advising the phase already in force, or one below it, tells the operator nothing."""
     r = rates(c)
     specs = [
         (2, "keyword match rate", r["keyword_match_rate"], "<", limits.keyword_match_rate_min),
@@ -90,8 +93,9 @@ def triggers(c: Counts, limits: InsightsFlags) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for phase, name, rate, op, threshold in specs:
         value = rate.value
+        in_force = phase_in_force is not None and phase <= phase_in_force
         entry: dict[str, Any] = {"phase": phase, "metric": name, "op": op, "threshold": threshold,
-                                 **rate.json()}
+                                 "in_force": in_force, "advice": None, **rate.json()}
         if value is None or rate.whole < limits.min_samples:
             entry["fired"] = None
             entry["text"] = (f"{name}: {rate.whole} samples < {limits.min_samples}: not enough data")
@@ -99,7 +103,11 @@ def triggers(c: Counts, limits: InsightsFlags) -> list[dict[str, Any]]:
             fired = value < threshold if op == "<" else value > threshold
             entry["fired"] = fired
             holds = op if fired else ("≥" if op == "<" else "≤")
-            entry["text"] = (f"{name} {_pct(value)} {holds} {_pct(threshold)} ({rate.part}/{rate.whole})"
-                             + (f": consider phase {phase}" if fired else ""))
+            entry["text"] = f"{name} {_pct(value)} {holds} {_pct(threshold)} ({rate.part}/{rate.whole})"
+            if fired and in_force:
+                entry["text"] += f": phase {phase_in_force} is in force already"
+            elif fired:
+                entry["advice"] = f"consider phase {phase}"
+                entry["text"] += f": {entry['advice']}"
         out.append(entry)
     return out

@@ -38,9 +38,9 @@ DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceErro
 INSERT = """
 insert into query_log (request_id, at, endpoint, query, question, tokens, unknown_tokens,
     corrections, phase, tier, status, reason, confidence, keyword_matched, results, options,
-    latency_ms, fallback_path, conversation)
+    latency_ms, fallback_path, conversation, typed)
 values ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15::jsonb,
-    $16::jsonb, $17, $18::jsonb, $19::jsonb)
+    $16::jsonb, $17, $18::jsonb, $19::jsonb, $20)
 on conflict (request_id) do nothing
 """
 
@@ -53,6 +53,7 @@ def _row(r: QueryRecord) -> tuple[Any, ...]:
         json.dumps(r.options_json(), ensure_ascii=False), r.latency_ms,
         json.dumps(r.fallback_json(), ensure_ascii=False),
         None if r.conversation is None else json.dumps(r.conversation, ensure_ascii=False),
+        r.typed,
     )
 
 

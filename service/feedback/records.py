@@ -21,6 +21,9 @@ ENDPOINT: ContextVar[Endpoint] = ContextVar("query_log_endpoint", default="retri
 """Set by a route that runs the pipeline for something other than /retrieve."""
 CONVERSATION: ContextVar[dict[str, Any] | None] = ContextVar("query_log_conversation", default=None)
 """Conversation fields of the request, when it carried any (stored as JSONB)."""
+TYPED: ContextVar[str | None] = ContextVar("query_log_typed", default=None)
+"""The query text as the user typed it (set by the route): the conversation stage may search
+another text (a carried topic, the question a reply answers), which `query` holds."""
 
 TOP_RESULTS = 5
 # Question-shaped queries ("how do I…"): the seed plan's phase 3 trigger is about them.
@@ -84,6 +87,8 @@ class QueryRecord:
     latency_ms: float
     fallback_path: tuple[Any, ...]
     conversation: dict[str, Any] | None = None
+    typed: str | None = None
+    """What the user typed, when the route said (None with `store_text` off)."""
 
     def results_json(self) -> list[dict[str, Any]]:
         return [{"doc_slug": r.doc_slug, "title": r.title, "header_path": r.header_path,
@@ -151,4 +156,5 @@ def build_record(
         latency_ms=float(latency_ms),
         fallback_path=tuple(fallback),
         conversation=CONVERSATION.get(),
+        typed=(TYPED.get() or text) if store_text else None,
     )

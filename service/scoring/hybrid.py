@@ -43,7 +43,7 @@ from service.scoring.fusion import (
     weighted_sum_fusion,
 )
 from service.scoring.indexes import CorpusIndexes
-from service.scoring.keyword import make_snippet, plain_text
+from service.scoring.keyword import make_snippet, plain_text, shown_score
 from service.scoring.semantic import SemanticHit, SemanticSearch
 
 ChunkKey = tuple[str, int]
@@ -157,9 +157,17 @@ class Fused:
             # With no terms the snippet is the summary when there is one: clean the
             # hit's text only otherwise.
             snippet, lines = self.doc_info(hit.doc_slug)[1] or make_snippet(plain_text(self.chunk_text(key)), []), ()
+        own = self._score(key)
         return msgspec.structs.replace(
-            evidence, snippet=snippet, match_explain=(*lines, self.line(key), *evidence.match_explain),
+            evidence, snippet=snippet,
+            match_explain=(*lines, self.line(key), *shown_score(evidence.score, own), *evidence.match_explain),
         )
+
+    def _score(self, key: ChunkKey) -> float:
+        """The candidate's own fused score (after the short-page factor), as `line` computes it."""
+        parts = self.parts[key]
+        score = parts.fused if isinstance(parts, FusedScore) else parts[2]
+        return score * self.priors.get(key[0], 1.0)
 
 
 def fuse_evidence(

@@ -168,10 +168,22 @@ class KeywordHits:
                 full = _evidence(
                     self.index.units[position], position, self.query, self.ranking, self.index.source, self.notes,
                 )
+                lifted = shown_score(evidence.score, found.score)
                 return msgspec.structs.replace(
-                    full, score=evidence.score, match_explain=(*full.match_explain, *evidence.match_explain),
+                    full, score=evidence.score,
+                    match_explain=(*full.match_explain, *lifted, *evidence.match_explain),
                 )
         return evidence
+
+
+def shown_score(shown: float, own: float) -> tuple[str, ...]:
+    """The line that explains the score a response carries when a decision raised it above the
+    candidate's own (a page put first takes the best score, so the results stay in score order):
+    the explanation must end on the very number shown."""
+    if abs(shown - own) < 5e-5:
+        return ()
+    return (f"score shown {shown:.4f} = the best score of these results, given to the page put first"
+            f" (its own score is {own:.4f}; why it is first: below)",)
 
 
 def _rank_seed(index: KeywordIndex, query: _Query) -> _Ranking:

@@ -406,9 +406,13 @@ async def test_export_then_replay_passes_and_refuses_removed_pages(
 
 # -- insights --------------------------------------------------------------------------------
 async def test_insights_figures_and_phase_triggers_for_a_known_traffic_mix(
-    db_url: str, fixture_seeds: Path
+    db_url: str, fixture_seeds: Path, tmp_path: Path
 ) -> None:
-    async with running(db_url, fixture_seeds) as client:
+    # Configured at phase 1, so that advising phase 2 is advice (at phase 3 it would not be:
+    # tests/integration/test_operator_edges.py).
+    flags = yaml.safe_load((PROJECT_ROOT / "flags.yaml").read_text(encoding="utf-8"))
+    (tmp_path / "flags.yaml").write_text(yaml.safe_dump({**flags, "phase": 1}), encoding="utf-8")
+    async with running(db_url, fixture_seeds, tmp_path / "flags.yaml") as client:
         at = datetime.now(UTC) - timedelta(hours=1)
         rows: list[tuple[Any, ...]] = []
         # 40 queries: 26 answers, 8 clarify, 6 no match; keyword leg matched 24 of 40.

@@ -1,0 +1,1 @@
+alter table query_log drop column if exists typed;
