@@ -1,9 +1,12 @@
-"""Promises the README makes about start-up and the CLI, each checked on a real process.
+"""Promises the documentation makes about start-up and the CLI, each checked on a real process.
 
-- the glossary answers `/retrieve` over HTTP while the database never came up;
-- `DB_CONNECT_TIMEOUT` running out makes `serve` exit 1 with the reason;
-- a server without the `vector` extension stops start-up with a clear message;
-- `seed` exits 1 naming the bad file; `replay` exits 1 when a case fails.
+- the glossary answers `/retrieve` over HTTP while the database never came up
+  (docs/architecture.md, "Tier-1 cache");
+- `DB_CONNECT_TIMEOUT` running out makes `serve` exit 1 with the reason, and a server
+  without the `vector` extension stops start-up with a clear message
+  (docs/configuration.md, "Environment");
+- `seed` exits 1 naming the bad file; `replay` exits 1 when a case fails
+  (docs/index.md, "Command line: the service").
 """
 
 from __future__ import annotations
