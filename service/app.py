@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
+from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.opentelemetry import (
     OpenTelemetryConfig,
@@ -35,7 +36,6 @@ from service.api.openapi import (
     render_plugins,
     swagger_asset,
 )
-from service.api.retrieve import PIPELINE_KEY
 from service.curation.curator import CURATOR_KEY, Curator
 from service.curation.store import CurationStore
 from service.db.migrate import latest_version
@@ -43,21 +43,21 @@ from service.feedback.service import FEEDBACK_KEY, Feedback, build_feedback
 from service.flags import Flags
 from service.ingest.seeder import Chunker, default_chunker
 from service.lifespan import lifespan
+from service.mcp.http import McpEndpoint
 from service.operations import OPS_KEY, Operations, build_operations
+from service.pipeline import TierFaults
 from service.settings import Settings
 from service.state import STATE_KEY, AppState, CorpusSnapshot
 from service.wiring import build_pipeline
 
-if TYPE_CHECKING:
-    from service.domain.outcome import Outcome
-    from service.domain.types import NormalizedQuery
-    from service.pipeline import Pipeline
-
 MAX_BODY_BYTES = 16 * 1024  # a query is at most a few hundred characters
 
 
-def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litestar:
-    """Build the ASGI app. Bad flags.yaml or migrations stop here, before serving."""
+def create_app(
+    settings: Settings, *, chunker: Chunker | None = None, faults: TierFaults | None = None,
+) -> Litestar:
+    """Build the ASGI app. Bad flags.yaml or migrations stop here, before serving.
+    `faults`: the fault tests' seam into every tier (`pipeline.TierFaults`)."""
     operations = build_operations(settings.flags_file)  # FlagError names a bad key
     flags = operations.flags()
     st = AppState(
@@ -66,25 +66,26 @@ def create_app(settings: Settings, *, chunker: Chunker | None = None) -> Litesta
         chunker=chunker or default_chunker(flags.chunking.max_tokens),
         expected_migration=latest_version(settings.migrations_dir),
     )
-    pipeline, _semantic = build_pipeline(st, operations)
-    feedback = _connect_feedback(st, operations, pipeline)
-    curator = _connect_curations(st, pipeline)
+    feedback = _connect_feedback(st, operations)
+    curator = _connect_curations(st)
+    pipeline = build_pipeline(st, operations, curate=curator, on_query=feedback.observe_outcome, faults=faults)
     cors = (
         CORSConfig(allow_origins=list(settings.cors_allow_origins))
         if settings.cors_allow_origins
         else None  # closed by default: no CORS headers at all
     )
+    mcp = McpEndpoint(settings)  # /mcp: the routes below as MCP tools
     app = Litestar(
         route_handlers=[health.health, health.ready, *admin.ROUTES, *admin_index.ROUTES, *ops.ROUTES,
-                        swagger_asset,
+                        swagger_asset, mcp.route,
                         *cast("list[ControllerRouterHandler]", retrieve.ROUTES),
                         *cast("list[ControllerRouterHandler]", context.ROUTES),
                         *cast("list[ControllerRouterHandler]", documents.ROUTES),
                         *cast("list[ControllerRouterHandler]", console.ROUTES),
                         *review.ROUTES, *curations.ROUTES, feedback_router(flags.feedback.rate_limit_per_minute)],
-        lifespan=[lifespan],
-        state=State({STATE_KEY: st, PIPELINE_KEY: pipeline, OPS_KEY: operations,
-                     FEEDBACK_KEY: feedback, CURATOR_KEY: curator}),
+        lifespan=[lifespan, mcp.lifespan],
+        state=State({STATE_KEY: st, OPS_KEY: operations, FEEDBACK_KEY: feedback, CURATOR_KEY: curator}),
+        dependencies={"pipeline": Provide(lambda: pipeline, use_cache=True, sync_to_thread=False)},
         openapi_config=OpenAPIConfig(
             title="Documentation retrieval service", version="0.1.0", path="/schema",
             render_plugins=render_plugins(),
@@ -161,34 +162,28 @@ def _connect_operations(st: AppState, operations: Operations, app: Litestar) -> 
     st.on_shutdown.append(stop)
 
 
-def _connect_feedback(st: AppState, operations: Operations, pipeline: Pipeline) -> Feedback:
+def _connect_feedback(st: AppState, operations: Operations) -> Feedback:
     """The query log follows every answered request; its writer runs while the pool does."""
     feedback = build_feedback(
         lambda: st.pool, operations.store.flags, operations.telemetry.meter_provider,
         lambda: [d.slug for d in st.corpus.documents],
     )
 
-    def on_query(query: NormalizedQuery, response: Outcome, reason: str, tier: str,
-                 stats: dict[str, float | int]) -> None:
-        feedback.observe(query, response, reason=reason, tier=tier, stats=stats)
-
     async def start(_dsn: str) -> None:
         feedback.writer.start()
 
-    pipeline.on_query = on_query
     st.on_pool_ready.append(start)
     st.on_shutdown.append(feedback.writer.stop)
     return feedback
 
 
-def _connect_curations(st: AppState, pipeline: Pipeline) -> Curator:
+def _connect_curations(st: AppState) -> Curator:
     """Curations follow the store (LISTEN/NOTIFY) and check pages against each corpus load."""
     curator = Curator(CurationStore())
 
     async def on_corpus(snapshot: CorpusSnapshot) -> None:
         curator.load_corpus(snapshot.documents, snapshot.chunks)
 
-    pipeline.curate = curator
     st.on_corpus_loaded.append(on_corpus)
     st.on_pool_ready.append(curator.store.start)
     st.on_shutdown.append(curator.store.stop)

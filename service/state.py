@@ -20,6 +20,7 @@ import asyncpg
 
 from service.db import repo
 from service.domain.types import Chunk, Document
+from service.flags import Flags
 from service.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from service.db.supervisor import DatabaseSupervisor
     from service.ingest.indexer import IndexReport
     from service.ingest.seeder import Chunker, SeedReport
+    from service.scoring.semantic import SemanticLeg
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,8 @@ class SemanticStatus:
     """The model queries use: the new one only once its vectors are complete."""
     error: str | None = None
     embedder: Any = None
+    leg: SemanticLeg | None = None
+    """Phase 3's semantic leg, once the model is loaded and its vectors exist (service/wiring.py)."""
     backend: str = "torch"
     """embedding.backend at start-up (service/embedding/backends.py)."""
     cache_dir: Path = Path(".data/models")
@@ -87,8 +91,8 @@ PoolHook = Callable[[str], Awaitable[None]]
 @dataclass
 class AppState:
     settings: Settings
-    flags: Any = None
-    """`service.flags.Flags` loaded at start-up (Any keeps this module import-light)."""
+    flags: Flags
+    """The flags in force (start-up's, then every runtime change)."""
     chunker: Chunker | None = None
     expected_migration: int = 0
     """Newest migration on disk; /ready wants the database at least there."""

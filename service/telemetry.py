@@ -185,3 +185,22 @@ class Telemetry:
                 provider.shutdown()
             except Exception:  # exporting at exit must never break shutdown
                 log.warning("telemetry shutdown failed", exc_info=True)
+
+
+@contextlib.contextmanager
+def optional_span(telemetry: Telemetry | None, name: str) -> Iterator[Span | None]:
+    """A span when telemetry is on (the service), none when off (tests, the lab's runs)."""
+    if telemetry is None:
+        yield None
+        return
+    with telemetry.span(name) as span:
+        yield span
+
+
+def current_trace_id(telemetry: Telemetry | None) -> str | None:
+    """The current request's trace id (None when telemetry is off)."""
+    if telemetry is None:
+        return None
+    from opentelemetry import trace
+
+    return telemetry.trace_id(trace.get_current_span())

@@ -11,22 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from service.decide.calibrated_policy import PORTABLE_CALIBRATION_FILE, load_calibration
+from service.decide.decider import Decider
 from service.embedding.backends import load_embedder as load_backend
 from service.embedding.backends import onnx_cache_dir
 from service.embedding.batcher import QueryBatcher
 from service.embedding.documents import document_embedder
+from service.flags import Flags
 from service.ingest.indexer import IndexReport, active_model, index_embeddings
 from service.ingest.model_thread import on_model_thread
 from service.ingest.tokens import default_model_dir, validate_model_dir
-from service.normalize.lexicon import load_synonyms
+from service.normalize.lexicon import Synonyms, load_synonyms
 from service.operations import Operations
-from service.pipeline import Pipeline, SemanticLeg
-from service.scoring.glossary import Glossary, load_glossary
-from service.scoring.semantic import QueryEmbeddingCache
+from service.pipeline import Curate, Pipeline, QueryObserver, SemanticLeg, TierFaults
+from service.scoring.semantic import QueryEmbeddingCache, SemanticSearch
+from service.scoring.tier1_cache import Tier1Cache, load_glossary
 from service.state import AppState, CorpusSnapshot, DecisionStatus, SemanticStatus
 
 log = logging.getLogger(__name__)
@@ -40,28 +42,48 @@ def resolve_model_dir(configured: str | None) -> Path:
     return validate_model_dir(Path(configured).expanduser()) if configured else default_model_dir()
 
 
-def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipeline, SemanticStatus]:
-    """Pipeline + semantic status; registers the corpus hook, `semantic` and `reindex` on `st`.
+def read_corpus_files(seeds_dir: Path) -> tuple[Tier1Cache, Synonyms]:
+    """The Tier-1 cache's glossary and the synonyms, beside the pages (a malformed file raises)."""
+    glossary_file = seeds_dir / GLOSSARY_FILE
+    cache = Tier1Cache(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
+    return cache, load_synonyms(seeds_dir / SYNONYMS_FILE)
 
-    With `ops`: flags come from the runtime flag store, the kill switch is the
-    recorder and decides the effective phase, telemetry gets spans and metrics.
-    """
-    seeds = st.settings.seeds_dir
-    glossary_file = seeds / GLOSSARY_FILE
-    glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
-    synonyms = load_synonyms(seeds / SYNONYMS_FILE)
+
+def make_pipeline(
+    seeds_dir: Path,
+    flags: Callable[[], Flags],
+    *,
+    decider: Decider | None = None,
+    semantic: Callable[[], SemanticSearch | None] = lambda: None,
+    ops: Operations | None = None,
+    curate: Curate | None = None,
+    on_query: QueryObserver | None = None,
+    faults: TierFaults | None = None,
+) -> Pipeline:
+    """The one factory of a `Pipeline`, whole: the service's (`build_pipeline`), eval-decisions'
+    and the lab's. With `ops`: the kill switch records and routes, telemetry gets spans."""
+    cache, synonyms = read_corpus_files(seeds_dir)
+    return Pipeline(
+        cache=cache, synonyms=synonyms, flags=flags, decider=decider or Decider.from_files(), semantic=semantic,
+        recorder=ops.kill_switch if ops else None, router=ops.kill_switch.route if ops else None,
+        telemetry=ops.telemetry if ops else None, curate=curate, on_query=on_query, faults=faults,
+    )
+
+
+def build_pipeline(
+    st: AppState, ops: Operations, *, curate: Curate | None = None, on_query: QueryObserver | None = None,
+    faults: TierFaults | None = None,
+) -> Pipeline:
+    """The service's pipeline; registers the corpus hook, `semantic`, `reindex` and `decision` on `st`."""
     status = SemanticStatus(
         model_dir=resolve_model_dir(st.settings.embedding_model), backend=st.flags.embedding.backend,
         cache_dir=onnx_cache_dir(st.settings.data_dir), threads=st.flags.embedding.threads,
     )
-    if ops is None:
-        pipeline = Pipeline(glossary=glossary, synonyms=synonyms, flags=lambda: st.flags)
-    else:
-        pipeline = Pipeline(
-            glossary=glossary, synonyms=synonyms, flags=ops.store.flags,
-            recorder=ops.kill_switch, router=ops.kill_switch.route,
-            telemetry=ops.telemetry,
-        )
+    decider = Decider.from_files()
+    pipeline = make_pipeline(
+        st.settings.seeds_dir, ops.store.flags, decider=decider, semantic=lambda: status.leg, ops=ops,
+        curate=curate, on_query=on_query, faults=faults,
+    )
 
     async def on_corpus_loaded(snapshot: CorpusSnapshot) -> None:
         await asyncio.to_thread(
@@ -79,23 +101,19 @@ def build_pipeline(st: AppState, ops: Operations | None = None) -> tuple[Pipelin
             )
         return await ensure_embeddings(st, pipeline, status)
 
+    def calibration() -> str | None:
+        # Named only where the policy in force reads a fit.
+        model = decider.active_calibration() or decider.own
+        return model.version if model else None
+
     st.on_corpus_loaded.append(on_corpus_loaded)
     st.semantic = status
     st.reindex = reindex
-    pipeline.calibration, error = load_calibration()
-    pipeline.portable_calibration, _ = load_calibration(PORTABLE_CALIBRATION_FILE)
-
-    def policy() -> str:
-        return pipeline.flags().decision.policy if pipeline.active_calibration() is not None else "seed_rules"
-
-    def calibration() -> str | None:
-        model = pipeline.active_calibration() or pipeline.calibration
-        return model.version if model else None
-
     st.decision = DecisionStatus(
-        policy=policy, calibration=calibration, error=lambda: error or pipeline.calibration_problem(),
+        policy=lambda: decider.policy_in_force(pipeline.flags()).value, calibration=calibration,
+        error=decider.calibration_problem,
     )
-    return pipeline, status
+    return pipeline
 
 
 async def load_embedder(status: SemanticStatus) -> Any:
@@ -133,12 +151,12 @@ async def ensure_embeddings(st: AppState, pipeline: Pipeline, status: SemanticSt
         return None
     finally:
         status.indexing = False
-    if pipeline.semantic is None:
+    if status.leg is None:
 
         async def serving_model() -> str | None:
             return status.serving_model
 
-        pipeline.semantic = SemanticLeg(
+        status.leg = SemanticLeg(
             embedder=QueryBatcher(embedder, lambda: pipeline.flags().embedding),
             cache=QueryEmbeddingCache(st.flags.embedding.query_cache_size),
             pool=lambda: st.pool,

@@ -37,10 +37,11 @@ from service.api.conversation import clarification_for, conversation_of
 from service.api.documents import corpus_categories
 from service.api.errors import ErrorBody
 from service.api.openapi import ReplayOperation
-from service.api.retrieve import pipeline_of, response_of, validate_request
+from service.api.retrieve import response_of, validate_request
 from service.api.schemas import RetrieveRequest
 from service.domain.types import Base
 from service.golden import GoldenFileError, GoldenSuite, parse_golden_file, phases_of
+from service.pipeline import Pipeline
 from service.replay import IN_PROCESS_NOTE, Label, Summary, replay_cases, replay_dialogues
 from service.state import get_state
 
@@ -183,13 +184,12 @@ async def replay_files(state: State) -> GoldenFiles:
 @post("/admin/replay", guards=[admin_guard], status_code=200, responses=_ERRORS,
       request_max_body_size=2 * MAX_YAML_BYTES, operation_class=ReplayOperation,
       summary="Replay a golden file in-process through this service's pipeline")
-async def replay(data: JSONBody[ReplayRequest], state: State) -> ReplayReport:
+async def replay(data: JSONBody[ReplayRequest], state: State, pipeline: Pipeline) -> ReplayReport:
     source, golden = _cases_of(data, get_state(state).settings.golden_dir)
     cases = golden.cases
     runs = sum(len(phases_of(case, data.phase)) for case in cases) + sum(len(d.turns) for d in golden.dialogues)
     if runs > MAX_REPLAY_RUNS:
         raise ValidationException(f"{runs} case runs; a replay is limited to {MAX_REPLAY_RUNS}")
-    pipeline = pipeline_of(state)
     flags = pipeline.flags()
     categories = corpus_categories(get_state(state))
 

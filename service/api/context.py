@@ -17,10 +17,10 @@ from litestar import Request, post
 from litestar.datastructures import State
 from litestar.params import JSONBody
 
-from service.api.body import strict_required
+from service.api.body import invalid, strict_required
 from service.api.conversation import clarification_for, conversation_of, conversation_out
 from service.api.errors import client_errors
-from service.api.retrieve import fallback_of, options_of, pipeline_of, validate_request
+from service.api.retrieve import fallback_of, options_of, validate_request
 from service.api.schemas import (
     MAX_HISTORY_TURNS,
     ClarificationOut,
@@ -33,7 +33,7 @@ from service.api.schemas import (
     TurnIn,
     UiContextIn,
 )
-from service.context.builder import build_context
+from service.context.builder import BudgetTooSmall, build_context, check_minimum
 from service.context.passages import answered_page, concepts_of, full_page_of, passages_of
 from service.context.types import (
     Budget,
@@ -49,6 +49,7 @@ from service.context.types import (
 from service.domain.types import Base
 from service.feedback.records import ENDPOINT, TYPED
 from service.ingest.tokens import get_token_counter, model_name_for
+from service.pipeline import Pipeline
 
 MAX_MESSAGES = 5
 MAX_WIDGETS = 10
@@ -132,10 +133,13 @@ def _inputs(data: ContextRequest) -> tuple[UiState | None, tuple[WidgetState, ..
     return state, widgets, messages
 
 
-def _assemble(inputs: ContextInputs, budget: Budget) -> ContextResult:
-    """Blocking: loads the tokenizer once per process (~50 ms), then counts."""
+def _assemble(inputs: ContextInputs, budget: Budget, overridden: set[str]) -> ContextResult:
+    """Blocking: loads the tokenizer once per process (~50 ms), then counts. A budget too small
+    to carry the answer is a BudgetTooSmall naming it (the request's `budget.*`, else the flag)."""
     counter = get_token_counter()
     tokenizer = f"{model_name_for(counter.model_dir)} WordPiece (Hugging Face tokenizers)"
+    names = {key: f"budget.{key}" if key in overridden else f"context.{key} (flag)" for key in ("retrieved_docs", "total")}
+    check_minimum(inputs, budget, counter.count, names)
     return build_context(inputs, budget, counter.count, tokenizer)
 
 
@@ -143,13 +147,12 @@ def _assemble(inputs: ContextInputs, budget: Budget) -> ContextResult:
       status_code=200, request_max_body_size=MAX_BODY_BYTES,
       responses=client_errors(400, 413))
 async def context(
-    data: JSONBody[ContextRequest], state: State, request: Request[Any, Any, Any]
+    data: JSONBody[ContextRequest], state: State, request: Request[Any, Any, Any], pipeline: Pipeline,
 ) -> ContextResponse:
     started = time.perf_counter()
     data = await strict_required(request, ContextRequest)
     params = validate_request(RetrieveRequest(query=data.query))
     overrides = msgspec.structs.asdict(data.budget) if data.budget else None
-    pipeline = pipeline_of(state)
     budget = budget_of(pipeline.flags().context, overrides)
     ENDPOINT.set("context")  # the query log tells /context calls from /retrieve ones
     TYPED.set(params.query)
@@ -165,9 +168,13 @@ async def context(
         ),
         answered=answered_page(outcome.status, outcome.results),
         options=tuple(f"{o.title} ({o.category})" for o in outcome.options),
-        concepts=concepts_of(pipeline.glossary.concepts), ui=ui, widgets=widgets, messages=messages,
+        concepts=concepts_of(pipeline.cache.concepts), ui=ui, widgets=widgets, messages=messages,
     )
-    result = await asyncio.to_thread(_assemble, inputs, budget)
+    overridden = {key for key, value in (overrides or {}).items() if value is not None}
+    try:
+        result = await asyncio.to_thread(_assemble, inputs, budget, overridden)
+    except BudgetTooSmall as err:
+        raise invalid(err.name.split(" ")[0], str(err)) from None
     return ContextResponse(
         status=outcome.status, message=outcome.message, options=options_of(outcome.options),
         confidence=outcome.confidence, phase=outcome.phase, fallback_path=fallback_of(outcome),

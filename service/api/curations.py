@@ -23,13 +23,13 @@ from service.api.auth import admin_guard
 from service.api.body import strict_required
 from service.api.errors import client_errors
 from service.api.feedback import Slug, unavailable
-from service.api.retrieve import pipeline_of
 from service.api.schemas import MAX_QUERY_CHARS
 from service.curation.curator import CURATOR_KEY, Curator
 from service.curation.store import DuplicateCuration
 from service.domain.types import Base
 from service.feedback.log_writer import DB_ERRORS
 from service.normalize.text import clean
+from service.pipeline import Pipeline
 from service.state import get_state
 
 
@@ -82,7 +82,7 @@ async def list_curations(state: State) -> dict[str, Any]:
 @post("/admin/curations", guards=[admin_guard], status_code=201,
       responses=client_errors(400, 401, 403, 409, 503), summary="Pin or hide a page for a query")
 async def create_curation(
-    data: JSONBody[CurationRequest], state: State, request: Request[Any, Any, Any]
+    data: JSONBody[CurationRequest], state: State, request: Request[Any, Any, Any], pipeline: Pipeline,
 ) -> dict[str, Any]:
     body = await strict_required(request, CurationRequest)
     curator = curator_of(state)
@@ -96,7 +96,6 @@ async def create_curation(
         raise ClientException(status_code=400,
                               detail=f"header_path: {body.doc_slug} has no section {body.header_path!r}",
                               extra=[{"field": "header_path"}])
-    pipeline = pipeline_of(state)
     normalised, _ = pipeline.normalise(clean(body.query), pipeline.flags())
     if not normalised.phrase:
         raise ClientException(status_code=400, detail=f"query: {body.query!r} has no words left after "

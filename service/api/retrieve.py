@@ -32,8 +32,6 @@ from service.normalize.text import clean
 from service.pipeline import Pipeline, RetrieveParams
 from service.state import get_state
 
-PIPELINE_KEY = "pipeline"
-
 
 def validate_request(data: RetrieveRequest, categories: Sequence[str] = ()) -> RetrieveParams:
     """The checks msgspec cannot express: trimmed length, the corpus's category names."""
@@ -84,20 +82,14 @@ def response_of(outcome: Outcome, clarification: ClarificationOut | None = None)
     )
 
 
-def pipeline_of(state: State) -> Pipeline:
-    pipeline: Pipeline = state[PIPELINE_KEY]
-    return pipeline
-
-
 @post("/retrieve", summary="Retrieve documentation evidence and a decision", status_code=200,
       responses=client_errors(400, 413))
 async def retrieve(
-    data: JSONBody[RetrieveRequest], state: State, request: Request[Any, Any, Any]
+    data: JSONBody[RetrieveRequest], state: State, request: Request[Any, Any, Any], pipeline: Pipeline,
 ) -> RetrieveResponse:
     categories = corpus_categories(get_state(state))
     data = await strict_required(request, RetrieveRequest)
     params = validate_request(data, categories)
-    pipeline = pipeline_of(state)
     flags = pipeline.flags()
     check_top_k(params.top_k, flags)
     conversation = await conversation_of(state, flags, data.history, data.ui_context, data.reply_to)

@@ -25,11 +25,11 @@ from service.context.types import ConceptText, Passage
 from service.domain.types import Chunk, Evidence
 from service.ingest.chunker import HEADER_SEPARATOR
 from service.ingest.parse import block_tokens
-from service.scoring.glossary import Concept
 from service.scoring.indexes import CorpusIndexes
+from service.scoring.tier1_cache import Concept
 
 MULTI_INTENT = "multi_intent"
-"""The decision's reason for an answer that covers several pages (service/decide/policy.py)."""
+"""The decision's reason for an answer that covers several pages (service/decide/seed_rules.py)."""
 DEMOTE_LEVELS = 2
 """`##` → `####`: a page's headings go below the context's own `##` sections."""
 DEMOTE_UP_TO = 4

@@ -33,7 +33,7 @@ from typing import Literal
 import msgspec
 
 from service.decide import clarify
-from service.decide.policy import (
+from service.decide.seed_rules import (
     NAMES_PAGES,
     NAMING_REASONS,
     distinct_documents,

@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from service.decide import clarify
-from service.decide.policy import (
+from service.decide.seed_rules import (
     NAMES_PAGES,
     NAMING_REASONS,
     distinct_documents,

@@ -33,7 +33,6 @@ from typing import Any
 
 import msgspec
 
-from service.decide.calibrated_policy import CALIBRATION_FILE, PORTABLE_CALIBRATION_FILE
 from service.decide.calibration import (
     CORPUS_SCALED,
     FEATURES,
@@ -41,18 +40,13 @@ from service.decide.calibration import (
     CalibrationError,
     CalibrationModel,
     KeywordVerdict,
-    choose,
     corpus_fingerprint,
     load_model,
     multi_intent_pages,
-    order_of,
     pages_fingerprint,
     probability,
-    third_joins_question,
-    words_found,
 )
-from service.decide.policy import NAMES_PAGES, NAMING_REASONS
-from service.evaluation.command import database_name, load_cached_embedder, prepare_database, say
+from service.decide.decider import CALIBRATION_FILE, PORTABLE_CALIBRATION_FILE, replayed_status
 from service.evaluation.decision_metrics import (
     CaseRun,
     DecisionReport,
@@ -64,6 +58,7 @@ from service.evaluation.decision_metrics import (
     risk_coverage,
     top_is_right,
 )
+from service.evaluation.harness import database_name, load_cached_embedder, prepare_database, say
 from service.evaluation.labelled import SPLITS, LabelledQuery, QuerySetError, load_query_set
 from service.flags import DecisionPoint, Flags, TimeoutFlags, load_flags
 from service.settings import Settings
@@ -118,12 +113,12 @@ async def collect(
 ) -> Collected:
     from service.db.pool import create_pool
     from service.db.repo import load_chunks, load_documents
+    from service.decide.decider import Decider
     from service.ingest.indexer import index_embeddings
     from service.ingest.seeder import SeedOptions, default_chunker, seed
-    from service.normalize.lexicon import load_synonyms
-    from service.pipeline import Pipeline, SemanticLeg
-    from service.scoring.glossary import Glossary, load_glossary
+    from service.pipeline import SemanticLeg
     from service.scoring.semantic import QueryEmbeddingCache
+    from service.wiring import make_pipeline
 
     name = database_name(f"decisions_{corpus}")
     dsn = await prepare_database(dsn, name, settings.migrations_dir)
@@ -135,12 +130,6 @@ async def collect(
         say(f"seeded {name} from {settings.seeds_dir}: documents {msgspec.to_builtins(seeded.documents)}")
         documents, chunks = await load_documents(pool), await load_chunks(pool)
         fingerprint = corpus_fingerprint({d.slug: d.content_hash for d in documents})
-        glossary_file = settings.seeds_dir / "core_concepts.yaml"
-        glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
-        synonyms = load_synonyms(settings.seeds_dir / "synonyms.yaml")
-        pipeline = Pipeline(glossary=glossary, synonyms=synonyms, flags=lambda: flags)
-        pipeline.load_corpus(documents, chunks, 1)
-        pipeline.calibration = model
         embedder = load_cached_embedder(settings, flags.embedding.backend)
         indexed = await index_embeddings(pool, embedder, batch_size=flags.embedding.batch_size)
         say(f"embeddings: {indexed.embedded} embedded, {indexed.reused} reused")
@@ -148,10 +137,13 @@ async def collect(
         async def serving_model() -> str | None:
             return str(embedder.model_name)
 
-        pipeline.semantic = SemanticLeg(
+        leg = SemanticLeg(
             embedder=embedder, cache=QueryEmbeddingCache(flags.embedding.query_cache_size),
             pool=lambda: pool, model=serving_model,
         )
+        # `model` decides as the corpus's own fit would (None: the seed rules alone).
+        pipeline = make_pipeline(settings.seeds_dir, lambda: flags, decider=Decider(own=model), semantic=lambda: leg)
+        pipeline.load_corpus(documents, chunks, 1)
         runs: list[CaseRun] = []
         started = time.perf_counter()
         for policy in policies:
@@ -195,40 +187,6 @@ def run_service(
 # -- the calibrated rule replayed on recorded signals (the threshold grid) -------------
 def calibrated_p(model: CalibrationModel, run: CaseRun) -> float:
     return probability(model.phases[str(run.phase)], run.features)
-
-
-def replayed_status(
-    run: CaseRun, p: float, point: DecisionPoint, keyword: KeywordVerdict | None,
-    multi: Sequence[str] | None = (),
-) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """(status, shown pages, options) the calibrated policy gives this (seed-rules) run's signals.
-    `multi`: a multi-intent answer's pages in the calibrated order (`multi_intent_pages`; empty:
-    as shown), None when it does not stand."""
-    if run.reason == "multi_intent" and multi is not None:
-        place = order_of(multi)  # sure pages first among the options; results keep their scores' order
-        return run.status, run.shown, tuple(sorted(run.options, key=place))
-    if run.keyword_reason == "out_of_domain" and run.reason != "multi_intent":
-        return "no_match", (), ()
-    if run.keyword_reason in NAMING_REASONS and run.reason != "multi_intent":
-        return "answer", run.shown, ()  # the seed rules' answer: the named page first
-    if run.keyword_reason == NAMES_PAGES and run.reason != "multi_intent":
-        return "clarify", run.shown, run.options  # the seed rules' question between the named pages
-    f = run.features
-    if not run.ranked or f["top_score"] <= 0 or f["tokens"] == 0:
-        return "no_match", (), ()
-    action = choose(
-        p, score_ratio=f["score_ratio"], has_second=len(run.ranked) > 1, second_same_need=run.second_same_need,
-        point=point, keyword=keyword, top_doc=run.ranked[0], found=words_found(f),
-    )
-    if action == "no_match":
-        return "no_match", (), ()
-    if action == "ambiguous":
-        options = run.ranked[:3] if third_joins_question(run.third_score_ratio, point) else run.ranked[:2]
-    elif action == "weak":
-        options = run.ranked[:3]
-    else:
-        options = ()
-    return ("answer" if action == "answer" else "clarify"), run.ranked, options
 
 
 def fit(

@@ -28,6 +28,11 @@ class Feedback:
     pages: Callable[[], Sequence[str]] = field(default=lambda: ())
     """Slugs of the corpus being served (export and review check pages against it)."""
 
+    def observe_outcome(self, query: NormalizedQuery, outcome: Any) -> None:
+        """The pipeline's `QueryObserver`: an answered request as the pipeline reports it."""
+        self.observe(query, outcome, reason=outcome.reason or "all_tiers_failed", tier=outcome.tier.value,
+                     stats=outcome.stats)
+
     def observe(self, query: NormalizedQuery | None, outcome: Any, *, reason: str, tier: str,
                 stats: dict[str, float | int]) -> None:
         """One answered request → one queued record. Never raises into the request."""

@@ -62,7 +62,7 @@ def load_glossary(path: Path) -> list[Concept]:
 
 
 @dataclass(frozen=True)
-class Glossary:
+class Tier1Cache:
     concepts: tuple[Concept, ...]
 
     def lookup(self, subject: str) -> Concept | None:

@@ -204,7 +204,7 @@ def test_a_multi_intent_answer_stands_only_on_parts_sure_of_their_page() -> None
 
 
 def test_multi_intent_on_phase3_uses_the_fused_scale_sorted() -> None:
-    from service.decide.calibrated_policy import multi_intent_on
+    from service.decide.decider import multi_intent_on
     from service.domain.types import Option
 
     keyword = Answer(

@@ -103,9 +103,9 @@ def test_the_fit_replays_the_found_rule_as_the_service_applies_it() -> None:
 
 def test_the_sure_page_leads_the_options_while_the_results_keep_their_scores_order() -> None:
     from service.decide.calibration import CalibrationModel
+    from service.decide.decider import sure_first
     from service.domain.types import Answer, Option
     from service.flags import Flags
-    from service.pipeline import sure_first
 
     calibration = CalibrationModel(
         format=2, version="v", corpus="seed", corpus_fingerprint="f", pages_fingerprint="p", features=FEATURES,
@@ -123,13 +123,13 @@ def test_the_sure_page_leads_the_options_while_the_results_keep_their_scores_ord
         part(("widgets/quick-links",), sure=True),
     ))
     flags = Flags()
-    ordered = sure_first(calibration, flags, 2, multi, signals)
+    ordered = sure_first(calibration, flags.decision, 2, multi, signals)
     assert ordered is not None
     assert [e.doc_slug for e in ordered.results] == ["widgets/navigator", "widgets/quick-links"]
     assert [o.doc_slug for o in ordered.options] == ["widgets/quick-links", "widgets/navigator"]
     assert ordered.message == multi.message
     unsure = msgspec.structs.replace(signals, parts=(signals.parts[0], part(("widgets/quick-links",), sure=False)))
-    assert sure_first(calibration, flags, 2, multi, unsure) is None  # decided as one query instead
+    assert sure_first(calibration, flags.decision, 2, multi, unsure) is None  # decided as one query instead
 
 
 def test_the_fit_replays_the_question_between_pages_a_synonym_names_as_the_seed_rules_ask_it() -> None:

@@ -11,9 +11,9 @@ from service.decide import clarify
 from service.domain.types import Chunk, Document
 from service.flags import Flags, apply_overrides
 from service.normalize.lexicon import Synonyms
-from service.pipeline import Pipeline, RetrieveParams, SemanticLeg
-from service.scoring.glossary import Glossary, load_glossary
+from service.pipeline import Pipeline, RetrieveParams, SemanticLeg, TierFaults
 from service.scoring.semantic import QueryEmbeddingCache
+from service.scoring.tier1_cache import Tier1Cache, load_glossary
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 DOC = Document(
@@ -38,9 +38,12 @@ class SlowLeg(SemanticLeg):
         await asyncio.Event().wait()
 
 
-def _pipeline(flags: Flags, loaded: bool = True) -> Pipeline:
-    glossary = Glossary(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
-    pipeline = Pipeline(glossary=glossary, synonyms=Synonyms(), flags=lambda: flags)
+def _pipeline(
+    flags: Flags, loaded: bool = True, *, semantic: SemanticLeg | None = None, **parts: Any,
+) -> Pipeline:
+    """The pipeline over one page; `parts`: more of what `Pipeline` is built with."""
+    cache = Tier1Cache(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
+    pipeline = Pipeline(cache=cache, synonyms=Synonyms(), flags=lambda: flags, semantic=lambda: semantic, **parts)
     if loaded:
         pipeline.load_corpus([DOC], [CHUNK], version=1)
     return pipeline
@@ -54,8 +57,7 @@ def _leg(cls: type[SemanticLeg]) -> SemanticLeg:
 
 
 async def test_failing_phase_three_falls_back_to_phase_two_in_the_same_request() -> None:
-    pipeline = _pipeline(Flags())
-    pipeline.semantic = _leg(BrokenLeg)
+    pipeline = _pipeline(Flags(), semantic=_leg(BrokenLeg))
     response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
     assert response.status == "answer" and response.phase == 2
     assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "database unreachable: connection refused")]
@@ -64,8 +66,8 @@ async def test_failing_phase_three_falls_back_to_phase_two_in_the_same_request()
 
 async def test_slow_phase_is_passed_over_after_its_timeout() -> None:
     flags = apply_overrides(Flags(), {"timeouts.phase_ms": 50})
-    pipeline = _pipeline(flags)
-    pipeline.semantic = _leg(SlowLeg)
+    faults = TierFaults()
+    pipeline = _pipeline(flags, semantic=_leg(SlowLeg), faults=faults)
     stalled: list[str] = []
 
     async def stall_the_machine(tier: str, _ctx: Any) -> None:
@@ -76,7 +78,7 @@ async def test_slow_phase_is_passed_over_after_its_timeout() -> None:
             stalled.append(tier)
             time.sleep(0.2)
 
-    pipeline.tier_hook = stall_the_machine
+    faults.before_tier = stall_the_machine
     response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
     assert stalled == ["phase2"]
     assert response.phase == 2 and response.status == "answer"
@@ -92,9 +94,7 @@ async def test_a_phase_timeout_is_a_slow_sample_for_the_kill_switch_not_an_error
     flags = apply_overrides(Flags(), {"timeouts.phase_ms": 50, "kill_switch.p95_ms": 40})
     now = [0.0]
     switch = KillSwitch(lambda: flags.kill_switch, clock=lambda: now[0])
-    pipeline = _pipeline(flags)
-    pipeline.recorder, pipeline.router = switch, switch.route
-    pipeline.semantic = _leg(SlowLeg)
+    pipeline = _pipeline(flags, semantic=_leg(SlowLeg), recorder=switch, router=switch.route)
     for _ in range(flags.kill_switch.min_samples):
         response = await pipeline.run_request(RetrieveParams(query="explain workspace"))
         assert [(s.tier, s.reason) for s in response.fallback_path] == [("phase3", "timeout after 50 ms")]
@@ -130,8 +130,7 @@ async def test_disabled_retrieval_answers_200_with_the_generic_reply() -> None:
 
 
 async def test_operator_phase_caps_the_client_phase() -> None:
-    pipeline = _pipeline(apply_overrides(Flags(), {"phase": 1}))
-    pipeline.semantic = _leg(BrokenLeg)
+    pipeline = _pipeline(apply_overrides(Flags(), {"phase": 1}), semantic=_leg(BrokenLeg))
     response = await pipeline.run_request(RetrieveParams(query="explain workspace", phase_cap=3))
     # Answered below the caller's phase: the path says the flags capped it.
     assert response.phase == 1
@@ -155,13 +154,12 @@ class NeighbourLeg(SemanticLeg):
 
 async def test_fusion_weights_follow_the_query_type_unless_switched_off() -> None:
     question = RetrieveParams(query="how does the workspace canvas work?")
-    pipeline = _pipeline(Flags())
-    pipeline.semantic = _leg(NeighbourLeg)
+    pipeline = _pipeline(Flags(), semantic=_leg(NeighbourLeg))
     explain = (await pipeline.run_request(question)).results[0].match_explain or []
     assert "hybrid (semantic): 0.3 × keyword" in explain[-1]
     exact = (await pipeline.run_request(RetrieveParams(query='"workspace canvas"'))).results[0].match_explain or []
     assert "hybrid (exact): 0.7 × keyword" in exact[-1]
-    flat = _pipeline(apply_overrides(Flags(), {"fusion.query_type_weights": False, "fusion.weights.default": [0.5, 0.5]}))
-    flat.semantic = _leg(NeighbourLeg)
+    flat = _pipeline(apply_overrides(Flags(), {"fusion.query_type_weights": False, "fusion.weights.default": [0.5, 0.5]}),
+                     semantic=_leg(NeighbourLeg))
     explain = (await flat.run_request(question)).results[0].match_explain or []
     assert "0.5 × keyword" in explain[-1] and "0.5 × semantic" in explain[-1]

@@ -10,7 +10,7 @@ import pytest
 from service.golden import GoldenCase, GoldenFileError, check, load_golden, phases_of
 from service.normalize.lexicon import Synonyms, build_lexicon
 from service.normalize.query import normalize_query
-from service.scoring.glossary import Glossary, load_glossary
+from service.scoring.tier1_cache import Tier1Cache, load_glossary
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 
@@ -69,7 +69,7 @@ def test_malformed_golden_files_are_rejected(tmp_path: Path) -> None:
 
 
 def test_the_glossary_has_the_eight_core_concepts() -> None:
-    glossary = Glossary(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
+    glossary = Tier1Cache(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
     assert [c.term for c in glossary.concepts] == [
         "Home", "Dashboard", "Workspace", "Entry", "Notes", "Recent", "Widget", "Panel"
     ]
@@ -78,7 +78,7 @@ def test_the_glossary_has_the_eight_core_concepts() -> None:
 
 
 def test_glossary_answers_only_explain_questions_about_core_concepts() -> None:
-    glossary = Glossary(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
+    glossary = Tier1Cache(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
     lexicon = build_lexicon(titles=[], keywords=[], texts=[], synonyms=Synonyms())
     explain, _ = normalize_query("what is a panel?", lexicon)
     evidence = glossary.answer(explain)

@@ -1,4 +1,4 @@
-"""`python -m service eval` ranks phase 3 with the service's own code: same queries, same figures."""
+"""`python -m lab eval` ranks phase 3 with the service's own code: same queries, same figures."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from lab.evaluation.command import doc_ranking, hybrid_ranking
 from service.domain.types import Answer, Chunk
-from service.evaluation.command import doc_ranking, hybrid_ranking
 from service.flags import Flags, apply_overrides, load_flags_file
 from service.ingest.chunker import chunk_document
 from service.ingest.markdown import parse_seeds
 from service.normalize.lexicon import load_synonyms
-from service.pipeline import Pipeline, RetrieveParams, TierContext
-from service.scoring.glossary import Glossary
+from service.pipeline import Pipeline, TierContext
 from service.scoring.semantic import SemanticHit
+from service.scoring.tier1_cache import Tier1Cache
 from service.settings import PROJECT_ROOT
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
@@ -58,9 +58,10 @@ class OverlapLeg:
 
 
 def _pipeline(flags: Flags) -> Pipeline:
-    pipeline = Pipeline(glossary=Glossary(()), synonyms=load_synonyms(SEEDS / "synonyms.yaml"), flags=lambda: flags)
+    leg = OverlapLeg()
+    pipeline = Pipeline(cache=Tier1Cache(()), synonyms=load_synonyms(SEEDS / "synonyms.yaml"), flags=lambda: flags,
+                        semantic=lambda: leg)
     pipeline.load_corpus(DOCUMENTS, CHUNKS, version=1)
-    pipeline.semantic = OverlapLeg()
     return pipeline
 
 
@@ -84,22 +85,22 @@ async def test_eval_ranks_phase_three_exactly_as_the_service_does(overrides: dic
     assert max(k, flags.retrieval.candidate_pool) == flags.retrieval.candidate_pool
     for text in QUERIES:
         query, notes = pipeline.normalise(text, flags)
-        ctx = TierContext(query=query, notes=notes, params=RetrieveParams(query=text), flags=flags, top_k=k)
-        service = await pipeline.phase3(ctx)
-        assert service.candidates is not None
+        ctx = TierContext(query=query, notes=notes, category=None, flags=flags, top_k=k)
+        candidates = await pipeline.hybrid_tier.run(ctx)
+        decision = pipeline.decider.decide(candidates, query, flags).decision
         evaluated = await hybrid_ranking(pipeline, query, notes, flags, k)
         assert evaluated, text
-        assert _key(evaluated) == _key(service.candidates.fused), text
-        assert doc_ranking(evaluated, k) == doc_ranking(service.candidates.fused, k), text
-        if isinstance(service.decision, Answer) and service.decision.reason != "multi_intent":
+        assert _key(evaluated) == _key(list(candidates.ranking)), text
+        assert doc_ranking(evaluated, k) == doc_ranking(list(candidates.ranking), k), text
+        if isinstance(decision, Answer) and decision.reason != "multi_intent":
             # The decision keeps the fused evidence; only the page it answers with may lead, its
             # score raised to the best one and the reason given, so the scores stay in order.
-            shown = list(service.decision.results)
+            shown = list(decision.results)
             lifted = [e for e in shown if any(line.startswith("ranked first:") for line in e.match_explain)]
             assert len(lifted) <= 1 and all(e is shown[0] for e in lifted), text
             assert [e.score for e in shown] == sorted((e.score for e in shown), reverse=True), text
             rest = [e for e in shown if e not in lifted]
-            assert sorted(_key(rest)) == sorted(k for k in _key(service.candidates.fused)
+            assert sorted(_key(rest)) == sorted(k for k in _key(list(candidates.ranking))
                                                if (k[0], k[1]) not in {(e.doc_slug, e.chunk_index) for e in lifted}), text
 
 

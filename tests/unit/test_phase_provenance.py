@@ -10,7 +10,7 @@ from service.flags import Flags, KillSwitchFlags, apply_overrides
 from service.normalize.lexicon import Synonyms
 from service.pipeline import Pipeline, RetrieveParams
 from service.routing.monitor import KillSwitch
-from service.scoring.glossary import Glossary, load_glossary
+from service.scoring.tier1_cache import Tier1Cache, load_glossary
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 DOC = Document(
@@ -35,9 +35,9 @@ class FakeClock:
 def _service(flags: Flags, limits: KillSwitchFlags = LIMITS) -> tuple[Pipeline, KillSwitch, FakeClock]:
     clock = FakeClock()
     switch = KillSwitch(lambda: limits, clock=clock)
-    glossary = Glossary(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
+    cache = Tier1Cache(tuple(load_glossary(SEEDS / "core_concepts.yaml")))
     pipeline = Pipeline(
-        glossary=glossary, synonyms=Synonyms(), flags=lambda: flags, recorder=switch, router=switch.route,
+        cache=cache, synonyms=Synonyms(), flags=lambda: flags, recorder=switch, router=switch.route,
     )
     pipeline.load_corpus([DOC], [CHUNK], version=1)
     return pipeline, switch, clock

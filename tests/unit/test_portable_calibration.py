@@ -10,8 +10,9 @@ from service.decide.calibration import (
     PhaseModel,
     pages_fingerprint,
 )
+from service.decide.decider import Decider
 from service.flags import Flags, apply_overrides
-from service.pipeline import RetrieveParams
+from service.pipeline import Pipeline, RetrieveParams
 from tests.unit.test_fallback_chain import _pipeline
 
 
@@ -33,12 +34,21 @@ FLAGS = apply_overrides(Flags(), {
 })
 
 
+def _with(own: CalibrationModel | None, portable: CalibrationModel | None) -> tuple[Pipeline, Decider]:
+    decider = Decider(own=own, portable=portable)
+    return _pipeline(FLAGS, decider=decider), decider
+
+
+SERVED = pages_fingerprint(["concepts/workspace"])  # the one page `_pipeline` serves
+
+
 async def test_a_corpus_without_its_own_fit_is_decided_by_the_portable_fit_with_its_points() -> None:
-    pipeline = _pipeline(FLAGS)  # serves one page, concepts/workspace
-    pipeline.calibration = model("seed-own", intercept=-5.0, portable=False, pages=pages_fingerprint(["other/page"]))
-    pipeline.portable_calibration = model("portable-x", intercept=2.0, portable=True, pages="")
-    assert pipeline.active_calibration() is pipeline.portable_calibration
-    problem = pipeline.calibration_problem()
+    pipeline, decider = _with(
+        model("seed-own", intercept=-5.0, portable=False, pages=pages_fingerprint(["other/page"])),
+        model("portable-x", intercept=2.0, portable=True, pages=""),
+    )
+    assert decider.active_calibration() is decider.portable
+    problem = decider.calibration_problem()
     assert problem is not None and "seed-own" in problem and "portable fit portable-x decides" in problem
 
     outcome = await pipeline.run_request(RetrieveParams(query="workspace canvas", phase_cap=2))
@@ -47,19 +57,22 @@ async def test_a_corpus_without_its_own_fit_is_decided_by_the_portable_fit_with_
 
 
 async def test_the_corpus_own_fit_wins_and_decides_with_the_flags_points() -> None:
-    pipeline = _pipeline(FLAGS)
-    pipeline.calibration = model("own", intercept=2.0, portable=False, pages=pipeline.served_pages)
-    pipeline.portable_calibration = model("portable-x", intercept=2.0, portable=True, pages="")
-    assert pipeline.active_calibration() is pipeline.calibration and pipeline.calibration_problem() is None
+    pipeline, decider = _with(
+        model("own", intercept=2.0, portable=False, pages=SERVED),
+        model("portable-x", intercept=2.0, portable=True, pages=""),
+    )
+    assert decider.served_pages == SERVED
+    assert decider.active_calibration() is decider.own and decider.calibration_problem() is None
     outcome = await pipeline.run_request(RetrieveParams(query="workspace canvas", phase_cap=2))
     assert outcome.status == "clarify", outcome  # 0.88 < the flags' answer_p 0.95: "Are you asking about…?"
 
 
 async def test_without_any_fit_that_fits_the_seed_rules_decide() -> None:
-    pipeline = _pipeline(FLAGS)
-    pipeline.calibration = model("seed-own", intercept=2.0, portable=False, pages=pages_fingerprint(["other/page"]))
-    assert pipeline.active_calibration() is None
-    problem = pipeline.calibration_problem()
+    pipeline, decider = _with(
+        model("seed-own", intercept=2.0, portable=False, pages=pages_fingerprint(["other/page"])), None,
+    )
+    assert decider.active_calibration() is None
+    problem = decider.calibration_problem()
     assert problem is not None and "the seed rules decide" in problem
     outcome = await pipeline.run_request(RetrieveParams(query="workspace canvas", phase_cap=2))
     assert not any("calibrated p" in line for r in outcome.results for line in r.match_explain)

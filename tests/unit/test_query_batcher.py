@@ -170,17 +170,24 @@ def pipeline_with(batcher_: QueryBatcher, recorder: Recorder) -> Any:
     from service.flags import Flags
     from service.pipeline import Pipeline, SemanticLeg
     from service.scoring.semantic import QueryEmbeddingCache
-    from tests.unit.test_fallback_chain import CHUNK, DOC, SEEDS, Glossary, Synonyms, load_glossary
+    from tests.unit.test_fallback_chain import (
+        CHUNK,
+        DOC,
+        SEEDS,
+        Synonyms,
+        Tier1Cache,
+        load_glossary,
+    )
 
     flags = Flags()
-    pipeline = Pipeline(glossary=Glossary(tuple(load_glossary(SEEDS / "core_concepts.yaml"))),
-                        synonyms=Synonyms(), flags=lambda: flags, recorder=recorder)
-    pipeline.load_corpus([DOC], [CHUNK], version=1)
 
     async def model() -> str:
         return "fake"
 
-    pipeline.semantic = SemanticLeg(embedder=batcher_, cache=QueryEmbeddingCache(0), pool=lambda: object(), model=model)
+    leg = SemanticLeg(embedder=batcher_, cache=QueryEmbeddingCache(0), pool=lambda: object(), model=model)
+    pipeline = Pipeline(cache=Tier1Cache(tuple(load_glossary(SEEDS / "core_concepts.yaml"))),
+                        synonyms=Synonyms(), flags=lambda: flags, recorder=recorder, semantic=lambda: leg)
+    pipeline.load_corpus([DOC], [CHUNK], version=1)
     return pipeline
 
 

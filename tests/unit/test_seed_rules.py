@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from service.decide import clarify
-from service.decide.policy import decide, decide_multi_intent
+from service.decide.seed_rules import decide, decide_multi_intent
 from service.domain.types import Answer, Clarify, Correction, Evidence, NoMatch, NormalizedQuery
 from service.flags import ThresholdFlags
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from service.decide.hybrid_policy import decide_hybrid
+from service.decide.seed_rules_phase3 import decide_hybrid
 from service.domain.signals import SemanticSignal
 from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery, Option
 from service.flags import load_flags_file

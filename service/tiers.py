@@ -1,0 +1,162 @@
+"""The tiers: each retrieves for one query and returns `Candidates`; none decides.
+
+    KeywordTier(1)  BM25F over whole pages
+    KeywordTier(2)  BM25F over chunks, at most `retrieval.max_chunks_per_doc` per page
+    HybridTier      phase 3: the chunk keyword leg + the semantic leg, fused (scoring/hybrid.py)
+    CacheTier       the Tier-1 cache: a core concept's glossary entry for "what is X"
+
+A multi-intent query's parts are searched here too (on the keyword index; phase 3 on the
+chunks, as phase 2 does), so that the `Decider` (service/decide/decider.py) has every ranking
+it reads.  The fallback chain and the time budgets are the pipeline's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from service.decide.seed_rules import MULTI_INTENT_DEPTH
+from service.domain.candidates import Candidates
+from service.domain.types import Evidence, NormalizedQuery
+from service.flags import Flags
+from service.normalize.lexicon import Synonyms
+from service.scoring.chunks import dedupe_per_document
+from service.scoring.hybrid import HybridRetriever
+from service.scoring.indexes import CorpusIndexes
+from service.scoring.keyword import KeywordIndex
+from service.scoring.semantic import SemanticSearch
+from service.scoring.tier1_cache import Tier1Cache
+
+
+class CorpusNotLoaded(RuntimeError):
+    """No corpus in memory yet (the database has not been reachable)."""
+
+
+class NoCacheEntry(LookupError):
+    """The Tier-1 cache has nothing for this query."""
+
+
+@dataclass(frozen=True)
+class TierContext:
+    """What every tier gets: the normalised query and the request's knobs."""
+
+    query: NormalizedQuery
+    notes: list[str]
+    """Lines the scorers add to the response's provenance (e.g. a typo correction)."""
+    category: str | None
+    flags: Flags
+    top_k: int
+
+
+Indexes = Callable[[], CorpusIndexes]
+"""The corpus in memory now (raises `CorpusNotLoaded` when there is none)."""
+
+
+def stub_pages(indexes: CorpusIndexes, flags: Flags) -> Callable[[str], bool]:
+    """Pages with less text than the fusion's short-page floor (`fusion.short_page_chars`)."""
+    floor = flags.fusion.short_page_chars
+    return lambda slug: indexes.page_chars(slug) < floor
+
+
+def part_rankings(index: KeywordIndex, ctx: TierContext) -> tuple[list[Evidence], ...]:
+    """Each part of a multi-intent query searched alone (the head of each ranking is all the
+    decision reads); none for a single need."""
+    if not ctx.query.is_multi_intent:
+        return ()
+    flags = ctx.flags
+    return tuple(
+        index.search(part, category=ctx.category, limit=2 * MULTI_INTENT_DEPTH, notes=ctx.notes, lexical=flags.lexical)
+        for part in ctx.query.parts
+    )
+
+
+def page_passage(
+    indexes: CorpusIndexes, phase: int, slug: str, tokens: tuple[str, ...], flags: Flags,
+) -> Evidence | None:
+    """A page's best unit (phase 1: the page, else its best chunk) for `tokens`, which should
+    hold the page title's words: they reach every unit of the page, the question's pick one."""
+    index = indexes.documents if phase == 1 else indexes.chunks
+    hits = index.search(tuple(dict.fromkeys(tokens)), limit=len(index.units), lexical=flags.lexical)
+    return next((e for e in hits if e.doc_slug == slug), None)
+
+
+class KeywordTier:
+    """Phases 1 (pages) and 2 (chunks)."""
+
+    def __init__(self, phase: int, indexes: Indexes) -> None:
+        self.phase = phase
+        self.indexes = indexes
+
+    async def run(self, ctx: TierContext) -> Candidates:
+        indexes = self.indexes()
+        index = indexes.documents if self.phase == 1 else indexes.chunks
+        if not index.units:
+            raise CorpusNotLoaded(f"no {'pages' if self.phase == 1 else 'chunks'} in memory")
+        flags = ctx.flags
+        hits = index.search_unexplained(
+            ctx.query.tokens, category=ctx.category, limit=flags.retrieval.candidate_pool, notes=ctx.notes,
+            lexical=flags.lexical,
+        )
+        results, trimmed = hits.results, 0
+        if self.phase == 2 and not ctx.query.is_multi_intent:
+            results, trimmed = dedupe_per_document(results, flags.retrieval.max_chunks_per_doc)
+        stats: dict[str, float | int] = {
+            "matched_units": len(results),
+            "total_units": len(index.units),
+            "deduplicated": trimmed,
+            "top_score": results[0].score if results else 0.0,
+        }
+        return Candidates(
+            phase=self.phase, ranking=results, parts=part_rankings(index, ctx),
+            is_stub=stub_pages(indexes, flags), stats=stats, explained=hits.explained,
+        )
+
+
+class HybridTier:
+    """Phase 3: keyword and semantic legs fused (`scoring.hybrid.HybridRetriever`)."""
+
+    def __init__(self, indexes: Indexes, semantic: Callable[[], SemanticSearch | None], synonyms: Synonyms) -> None:
+        self.indexes = indexes
+        self.semantic = semantic
+        self.synonyms = synonyms
+
+    def retriever(self) -> HybridRetriever:
+        """Phase 3's retrieval over the current corpus (the lab's `eval` uses this too)."""
+        semantic = self.semantic()
+        if semantic is None:
+            raise LookupError("no embedding model loaded")
+        return HybridRetriever(self.indexes(), semantic, self.synonyms)
+
+    async def run(self, ctx: TierContext) -> Candidates:
+        retriever = self.retriever()
+        flags = ctx.flags
+        parts: list[tuple[list[Evidence], ...]] = []
+        candidates = await retriever.retrieve(
+            ctx.query, flags, category=ctx.category, notes=ctx.notes,
+            # The parts' searches run while the query is being embedded.
+            while_embedding=lambda _keyword: parts.append(part_rankings(retriever.indexes.chunks, ctx)),
+        )
+        keyword = candidates.keyword
+        if not ctx.query.is_multi_intent:  # the keyword leg as phase 2 ranks it
+            keyword = dedupe_per_document(keyword, flags.retrieval.max_chunks_per_doc)[0]
+        page_similarity: dict[str, float] = {}
+        for hit in candidates.hits:
+            page_similarity[hit.doc_slug] = max(page_similarity.get(hit.doc_slug, 0.0), hit.similarity)
+        return Candidates(
+            phase=3, ranking=candidates.fused, parts=parts[0] if parts else (), keyword=keyword,
+            semantic=candidates.signal, page_similarity=page_similarity,
+            is_stub=stub_pages(retriever.indexes, flags), stats=candidates.stats(), explained=candidates.explained,
+        )
+
+
+class CacheTier:
+    """The Tier-1 cache (phase 0): answers "what is X" for a core concept from its glossary entry."""
+
+    def __init__(self, cache: Tier1Cache) -> None:
+        self.cache = cache
+
+    async def run(self, ctx: TierContext) -> Candidates:
+        evidence = self.cache.answer(ctx.query)
+        if evidence is None:
+            raise NoCacheEntry("not an explain-type question about a core concept")
+        return Candidates(phase=0, ranking=(evidence,))
