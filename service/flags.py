@@ -140,7 +140,7 @@ class DecisionPoint(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class DecisionFlags(_Flags, frozen=True):
-    """Which rule answers, asks or declines (README "Calibrated decision"); per phase 1, 2, 3."""
+    """Which rule answers, asks or declines (docs/decisions/index.md); per phase 1, 2, 3."""
 
     _key: ClassVar[str] = "decision"
     policy: Literal["seed_rules", "calibrated"] = "seed_rules"

@@ -87,7 +87,7 @@ FEATURES: tuple[str, ...] = (
 CORPUS_SCALED = frozenset({"top_score", "score_gap", "distinct_pages"})
 """Features on the corpus's own scale (BM25F scores grow with its vocabulary, the number of
 candidate pages with its size): a portable fit leaves them out, so that it carries to a
-corpus it was not fitted on (leave-one-corpus-out, README "Calibrated decision")."""
+corpus it was not fitted on (leave-one-corpus-out, docs/quality/notes/2026-11-24-calibrated-decision.md)."""
 
 CERTAIN_REASONS = frozenset({"out_of_domain", *NAMING_REASONS, NAMES_PAGES})
 """Seed-rule decisions the calibrated policy keeps as they are: no threshold is involved, the

@@ -27,8 +27,8 @@ ranking, the keyword decision and the semantic signal, never the scorers.
 A partial match is a keyword answer on some of the query's words only: a word the corpus never
 uses ("send this page as a fax"), or fewer than half of the words on the answered page. Its
 words then say little, and when the nearest neighbour is another page the meaning points away
-from it (both labelled sets, phase 3: the 16 answers this changed were all wrong; README
-"Partial keyword answers at phase 3").
+from it (both labelled sets, phase 3: the 16 answers this changed were all wrong;
+docs/quality/notes/2026-11-25-partial-keyword-answers.md).
 
 The results are always in the order of their scores (issue 18): a page the keyword rules put
 first ("that page first", "its pages first") leads the fused ranking with its score raised to

@@ -78,7 +78,7 @@ TOKENS_PER_PASS = 512
 """Padded tokens one forward pass may hold. On 2 cores a passage of ~140 tokens runs faster
 alone than in a batch (activations of a batch outgrow the caches), short queries faster
 batched: logseq-docs passages took 0.6x the time of batches of 32 at 1 and 2 threads, 64
-queries the same time (README "Embedding backends")."""
+queries the same time (docs/quality/notes/2026-11-25-forward-passes-by-token-budget.md)."""
 
 
 class OnnxEmbedder(WindowedEmbedder):
@@ -121,7 +121,7 @@ class OnnxEmbedder(WindowedEmbedder):
         # Dynamic int8 quantisation scales activations over the whole input
         # tensor, padding included, so a text's vector would depend on the texts
         # sharing its forward pass: int8 runs each text alone (deterministic;
-        # measured faster alone than fp32 is batched, README "Embedding backends").
+        # measured faster alone than fp32 is batched, docs/operations/embedding.md).
         self.batch_size = 1 if int8 else batch_size
         super().__init__(path, model_name, dim, max_len)
 

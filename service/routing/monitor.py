@@ -1,7 +1,7 @@
 """Kill switch: rolling per-phase windows of latency and outcome → phase ceiling.
 
-States and transitions: the README's kill-switch table (Operations), which
-this module implements; defaults in ``flags.yaml`` → ``kill_switch``.
+States and transitions: the kill-switch table of docs/operations/flags-and-kill-switch.md,
+which this module implements; defaults in the schema (service/flags.py) → ``kill_switch``.
 
 State is a *ceiling* on the phase: ``None`` (closed, no restriction), 2 or 1
 (phases dropped) or 0 (retrieval disabled).  A window needs ``min_samples``

@@ -88,7 +88,7 @@ CONFIG = schemathesis.Config.from_dict({
     ],
 })
 
-# Responses seen, for the README's reliability table (printed at teardown).
+# Responses seen, for the reliability table (docs/quality/reliability.md) (printed at teardown).
 SEEN: Counter[str] = Counter()
 
 

@@ -1,6 +1,6 @@
 """Re-index triggers through the API: incremental by default, everything with full=true.
 
-A full re-index marks every vector stale and re-embeds them; the README
+A full re-index marks every vector stale and re-embeds them; docs/api.md
 promises the old vectors keep serving meanwhile. The test holds the re-index
 inside its first embedding batch (a threading event on the model thread) and
 asks phase 3 a question while every stored vector is marked stale.
