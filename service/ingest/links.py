@@ -1,7 +1,8 @@
 """Link check at seed: internal links must reach a page (and heading) of the corpus.
 
 Checked: Markdown links without a scheme (`[t](../x/y.md)`, `[t](y.md#a)`,
-`[t](#a)`), wikilinks (`[[Page]]`, `[[Page#Heading]]`, `[[Page|label]]`) and
+`[t](#a)`; reStructuredText `:ref:` / `:doc:` / toctree entries, which
+service/ingest/rst.py writes as such links to `.rst` pages), wikilinks (`[[Page]]`, `[[Page#Heading]]`, `[[Page|label]]`) and
 outliner block references (`((uuid))`, against the corpus's `id::` blocks).
 A wikilink names a page by its title, slug, file name or alias, compared as
 slugs (`[[Whiteboard/Action Bar]]` → `whiteboard-action-bar`); a heading by
@@ -69,8 +70,8 @@ def check_links(corpus: Sequence[CorpusPage], seeds_dir: Path) -> list[BrokenLin
             else:
                 reason = _resolve(link, entry, path.resolve(), root, by_name, by_file)
             if reason:
-                shown = {"wikilink": f"[[{link.target}]]", "block": f"(({link.target}))"}.get(
-                    link.kind, link.target)
+                shown = {"wikilink": f"[[{link.target}]]", "block": f"(({link.target}))",
+                         "ref": f":ref:`{link.target}`"}.get(link.kind, link.target)
                 broken.append(BrokenLink(path, link.line, shown, reason))
     return broken
 
@@ -84,6 +85,8 @@ def _resolve(
     link: Link, doc: CorpusPage, path: Path, root: Path,
     by_name: dict[str, CorpusPage], by_file: dict[Path, CorpusPage],
 ) -> str:
+    if link.kind == "ref":  # reStructuredText: rst.py resolved every label it could
+        return "no `.. _label:` of that name in the corpus"
     if link.kind == "wikilink":
         page, heading = wikilink_target(link.target)
         target = doc if not page else by_name.get(name_slug(page))
@@ -98,7 +101,7 @@ def _resolve(
     if not location:
         return "" if _has_anchor(doc, fragment) else f"no heading #{fragment} on this page"
     relative = PurePosixPath(unquote(location))
-    if relative.suffix and relative.suffix.lower() != ".md":
+    if relative.suffix and relative.suffix.lower() not in (".md", ".rst"):
         return ""  # an asset, not a page
     base = root if relative.is_absolute() else path.parent
     file = (base / str(relative).lstrip("/")).resolve()

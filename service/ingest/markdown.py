@@ -54,6 +54,14 @@ from service.ingest.parse import (
     parse_page,
     property_values,
 )
+from service.ingest.rst import (
+    RstError,
+    SphinxProject,
+    docname_of,
+    parse_rst_page,
+    project_of_files,
+    rst_slug,
+)
 
 SUMMARY_MAX = 300
 
@@ -166,11 +174,17 @@ def parse_document(path: Path, seeds_dir: Path, rules: CorpusRules = CorpusRules
     return _parse_entry(path, seeds_dir, rules).doc
 
 
-def _parse_entry(path: Path, seeds_dir: Path, rules: CorpusRules) -> CorpusPage:
+def _parse_entry(
+    path: Path, seeds_dir: Path, rules: CorpusRules, project: SphinxProject | None = None
+) -> CorpusPage:
     relative = PurePosixPath(path.relative_to(seeds_dir).as_posix())
     try:
-        page = parse_page(_decode(path))
-    except FrontMatterError as err:
+        text = _decode(path)
+        if path.suffix == ".rst":  # Sphinx: reStructuredText, read by service/ingest/rst.py
+            page = parse_rst_page(text, docname=docname_of(relative), project=project)
+        else:
+            page = parse_page(text)
+    except (FrontMatterError, RstError) as err:
         raise SeedFileError(path, str(err)) from None
     meta, props = page.meta, page.properties
     content = page.body if page.sections else _properties_text(props)
@@ -182,7 +196,7 @@ def _parse_entry(path: Path, seeds_dir: Path, rules: CorpusRules) -> CorpusPage:
     if not category:
         category = name_slug(relative.parts[0]) if len(relative.parts) > 1 else rules.default_category
     slug = (_string(path, meta, "slug") or _string(path, meta, "permalink")).strip("/")
-    slug = slug or path_slug(relative)
+    slug = slug or (rst_slug(relative) if path.suffix == ".rst" else path_slug(relative))
     keywords = _keywords(path, page)
     summary = (
         _string(path, meta, "summary") or _string(path, meta, "description")
@@ -220,7 +234,7 @@ def seed_files(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Path
     if not seeds_dir.is_dir():
         raise FileNotFoundError(f"seeds directory {seeds_dir} does not exist")
     pages: list[Path] = []
-    for path in seeds_dir.rglob("*.md"):
+    for path in (p for pattern in ("*.md", "*.rst") for p in seeds_dir.rglob(pattern)):
         relative = path.relative_to(seeds_dir)
         if any(part.startswith(".") for part in relative.parts) or not path.is_file():
             continue
@@ -250,9 +264,11 @@ def parse_corpus(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Co
     """Every page with its file and parse; raise SeedError listing all bad files, or none."""
     parsed: list[CorpusPage] = []
     errors: list[SeedFileError] = []
-    for path in seed_files(seeds_dir, rules):
+    files = seed_files(seeds_dir, rules)
+    project = project_of_files(seeds_dir, files, _decode)  # `:ref:` labels span pages
+    for path in files:
         try:
-            parsed.append(_parse_entry(path, seeds_dir, rules))
+            parsed.append(_parse_entry(path, seeds_dir, rules, project))
         except SeedFileError as err:
             errors.append(err)
     counts = Counter(entry.doc.slug for entry in parsed)

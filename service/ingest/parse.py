@@ -45,7 +45,8 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 BlockKind = Literal["para", "list", "table", "code"]
-LinkKind = Literal["markdown", "wikilink", "block"]
+LinkKind = Literal["markdown", "wikilink", "block", "ref"]
+"""`ref`: a reStructuredText `:ref:` whose label no page defines (service/ingest/rst.py)."""
 
 SECTION_LEVELS = 3
 """`#`–`###` open sections; deeper headings stay in their section's text."""
@@ -292,8 +293,13 @@ def page_of(body: str) -> ParsedPage:
 
 def parse_page(text: str) -> ParsedPage:
     """Parse one page (LF line ends expected). Raises FrontMatterError on broken YAML."""
-    page = _parse(text)
-    with _BY_BODY_LOCK:  # remember it under its body: the chunker then reuses this parse
+    return remember(_parse(text))
+
+
+def remember(page: ParsedPage) -> ParsedPage:
+    """Keep `page` under its body: the chunker's `page_of` then reuses this parse (and a
+    reader of another format, service/ingest/rst.py, gets its sections chunked as it read them)."""
+    with _BY_BODY_LOCK:
         _BY_BODY[page.body] = page
         _BY_BODY.move_to_end(page.body)
         while len(_BY_BODY) > _BY_BODY_MAX:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from service.evaluation.labelled import (
     KINDS,
@@ -175,3 +176,157 @@ def test_summary_counts_per_kind_and_split() -> None:
     assert table["question"]["total"] == 1
     assert table["question"][split_of("a")] == 1
     assert table["keyword"] == {"dev": 0, "test": 0, "total": 0}
+
+
+# The four sets labelled from real documentation written elsewhere (issue #34): each must be checked
+# against the copy vendored into tests/corpora, never against anything outside the repository.
+REAL_SETS = {
+    "mkdocs.yaml": "mkdocs-docs",
+    "vite.yaml": "vite-docs",
+    "starlight.yaml": "starlight-docs",
+    "requests.yaml": "requests-docs",
+}
+VENDORED = ROOT / "tests" / "corpora"
+# The pages that are release notes or changelogs, per corpus: the answer only to a release question.
+# (Starlight's docs have none: they link to the changelog on GitHub.)
+RELEASE_PAGES: dict[str, re.Pattern[str] | None] = {
+    "mkdocs-docs": re.compile(r"about/release-notes"),
+    "vite-docs": re.compile(r"releases|changes(/.+)?|guide/migration"),
+    "starlight-docs": None,
+    "requests-docs": re.compile(r"community/(updates|release-process)"),
+}
+# A release question names a version or asks what changed, was added, deprecated or broken.
+RELEASE_QUESTION = re.compile(
+    r"\d+\.\d+|\bv?\d+\b|release|changelog|changed|what'?s new|breaking|deprecat|added|removed|bundled",
+    re.IGNORECASE,
+)
+PAGE_SUFFIXES = (".md", ".mdx", ".rst")
+LICENCE_FILES = {"LICENSE", "LICENSE.md", "LICENSE.rst"}
+MIN_REAL_CASES = 120
+MIN_REAL_OUT_OF_DOMAIN = 20
+MIN_CHIT_CHAT = 5
+MIN_TEST_IN_DOMAIN = 40
+MIN_TEST_OUT_OF_DOMAIN = 10
+
+
+def _segment(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def page_slug(relative: Path, text: str = "") -> str:
+    """The slug rule of issue #34 for Markdown, MDX and reStructuredText trees."""
+    override = _front_matter_slug(text)
+    if override is not None:
+        return "/".join(_segment(part) for part in override.strip("/").split("/"))
+    stem = relative.name.rsplit(".", 1)[0]
+    folders = list(relative.parent.parts)
+    is_index = stem.lower() == "index" or (stem.lower() == "readme" and bool(folders))
+    parts = folders if is_index and folders else [*folders, stem]
+    return "/".join(_segment(part) for part in parts)
+
+
+def _front_matter_slug(text: str) -> str | None:
+    if not text.startswith("---"):
+        return None
+    end = text.find("\n---", 3)
+    if end < 0:
+        return None
+    try:
+        meta = yaml.safe_load(text[3:end])
+    except yaml.YAMLError:
+        return None
+    if not isinstance(meta, dict):
+        return None
+    value = meta.get("slug", meta.get("permalink"))
+    return value if isinstance(value, str) and value.strip("/") else None
+
+
+def corpus_slugs(root: Path) -> set[str]:
+    """Every page slug of a documentation tree (the vendored licence beside the pages is not one)."""
+    slugs: set[str] = set()
+    for path in root.rglob("*"):
+        if path.suffix not in PAGE_SUFFIXES or not path.is_file():
+            continue
+        if path.parent == root and path.name in LICENCE_FILES:
+            continue
+        slugs.add(page_slug(path.relative_to(root), path.read_text(encoding="utf-8")))
+    return slugs
+
+
+def _is_chit_chat(case: LabelledQuery) -> bool:
+    return case.kind == "out_of_domain" and (case.note or "").startswith("chit-chat")
+
+
+@pytest.fixture(scope="module", params=sorted(REAL_SETS))
+def real_set(request: pytest.FixtureRequest) -> tuple[str, list[LabelledQuery]]:
+    name: str = request.param
+    return name, load_query_set(QUERIES / name)
+
+
+def test_real_set_names_its_corpus_and_has_every_kind(real_set: tuple[str, list[LabelledQuery]]) -> None:
+    name, cases = real_set
+    corpus = yaml.safe_load((QUERIES / name).read_text(encoding="utf-8"))["corpus"]
+    assert corpus == REAL_SETS[name]
+    table = summary(cases)
+    assert len(cases) >= MIN_REAL_CASES
+    assert table["out_of_domain"]["total"] >= MIN_REAL_OUT_OF_DOMAIN
+    assert sum(map(_is_chit_chat, cases)) >= MIN_CHIT_CHAT
+    assert [kind for kind in KINDS if table[kind]["total"] == 0] == []
+    # The paraphrases, the hard kind, are about a fifth of the set or more.
+    assert table["paraphrase"]["total"] / len(cases) >= 0.18
+
+
+def test_real_set_test_split_is_big_enough(real_set: tuple[str, list[LabelledQuery]]) -> None:
+    _, cases = real_set
+    table = summary(cases)
+    in_domain = table["all"]["test"] - table["out_of_domain"]["test"]
+    assert in_domain >= MIN_TEST_IN_DOMAIN
+    assert table["out_of_domain"]["test"] >= MIN_TEST_OUT_OF_DOMAIN
+    assert 0.5 <= table["all"]["dev"] / table["all"]["total"] <= 0.7
+
+
+def test_real_set_pages_exist_in_the_vendored_corpus(real_set: tuple[str, list[LabelledQuery]]) -> None:
+    name, cases = real_set
+    root = VENDORED / REAL_SETS[name]
+    if not root.is_dir():
+        pytest.skip(f"{root} is not vendored yet")
+    slugs = corpus_slugs(root)
+    missing = sorted({(case.id, page) for case in cases for page in case.pages if page not in slugs})
+    assert missing == []
+
+
+def test_only_release_questions_name_a_release_page(real_set: tuple[str, list[LabelledQuery]]) -> None:
+    name, cases = real_set
+    release_page = RELEASE_PAGES[REAL_SETS[name]]
+    naming = [
+        case for case in cases
+        if release_page is not None and any(release_page.fullmatch(page) for page in case.pages)
+    ]
+    not_release = [case.id for case in naming if case.note != "release question"]
+    assert not_release == []
+    assert [case.id for case in naming if not RELEASE_QUESTION.search(case.query)] == []
+    # And every case marked as a release question does name one.
+    marked = {case.id for case in cases if case.note == "release question"}
+    assert marked == {case.id for case in naming}
+
+
+def test_slug_rule_of_the_real_corpora() -> None:
+    assert page_slug(Path("user-guide/README.md")) == "user-guide"
+    assert page_slug(Path("guide/index.md")) == "guide"
+    assert page_slug(Path("index.mdx")) == "index"
+    assert page_slug(Path("index.rst")) == "index"
+    assert page_slug(Path("guide/api-plugin.md")) == "guide/api-plugin"
+    assert page_slug(Path("reference/configuration.mdx")) == "reference/configuration"
+    assert page_slug(Path("user/quickstart.rst")) == "user/quickstart"
+    assert page_slug(Path("404.md")) == "404"
+    assert page_slug(Path("Guides/Site Search.mdx")) == "guides/site-search"
+    assert page_slug(Path("a/b.md"), "---\ntitle: B\nslug: custom/Path_Here\n---\n# B\n") == "custom/path-here"
+    assert page_slug(Path("a/b.md"), "---\ntitle: B\n---\n# B\n") == "a/b"
+
+
+def test_corpus_slugs_skip_licences_and_other_files(tmp_path: Path) -> None:
+    (tmp_path / "guide").mkdir()
+    names = ("LICENSE", "LICENSE.md", "index.md", "guide/index.md", "guide/setup.rst", "guide/license.md", "logo.png")
+    for name in names:
+        (tmp_path / name).write_text("# x\n", encoding="utf-8")
+    assert corpus_slugs(tmp_path) == {"index", "guide", "guide/setup", "guide/license"}
