@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
-from service.context.sentences import longest_fitting_prefix
+from service.context.sentences import longest_fitting_prefix, longest_fitting_words, word_prefix
 from service.context.types import (
     CORE_CONCEPTS,
     DOCUMENTATION,
@@ -138,6 +138,10 @@ class _Fitter:
             self._replace(section, index, item, reason)
             return
         shorter = longest_fitting_prefix(item.body, lambda body: fits_with(replace(item, body=body)))
+        if not shorter and item.passage is not None:
+            # Not one whole sentence fits: a passage is cut inside its first sentence (the
+            # ellipsis says so) rather than dropped, so the LLM still gets the answer's start.
+            shorter = longest_fitting_words(item.body, lambda body: fits_with(replace(item, body=body)))
         if not shorter or shorter == item.body.rstrip():
             self.drop(section, index, reason)
             return
@@ -289,6 +293,46 @@ def _citations(section: _Section, count: Counter) -> list[Citation]:
         for i in section.items
         if i.passage is not None
     ]
+
+
+MIN_ANSWER_WORDS = 8
+"""The fewest words of the answering passage worth handing the LLM (with its citation)."""
+
+
+class BudgetTooSmall(ValueError):
+    """A budget below `minimum`: the context could not carry the answer (or the clarification)."""
+
+    def __init__(self, name: str, value: int, minimum: int, what: str) -> None:
+        self.name, self.value, self.minimum = name, value, minimum
+        super().__init__(f"{name} {value} is below {minimum} tokens, the least that carries {what};"
+                         f" give at least {minimum}")
+
+
+def minimum_tokens(inputs: ContextInputs, count: Counter) -> tuple[int, str]:
+    """The fewest tokens the documentation section (and so the whole context) needs to carry the
+    answer: its heading, the first passage's citation and first `MIN_ANSWER_WORDS` words; on a
+    clarification or no match, its whole text. With what those tokens carry, for a message."""
+    fitter = _Fitter(count)
+    unlimited = Budget(core_concepts=1, retrieved_docs=10**9, ui_context=1, widget_states=1, recent_messages=1,
+                       total=10**9, max_chunks_per_doc=10**3)
+    section = _documentation(inputs, unlimited, fitter)
+    if not section.items:
+        return 0, "nothing"
+    first = section.items[0]
+    if first.passage is None:
+        return fitter.tokens(section), "the clarification"
+    narrowest = first.narrower[-1][0] if first.narrower else first.body
+    section.items = [replace(first, body=word_prefix(narrowest, MIN_ANSWER_WORDS))]
+    return fitter.tokens(section), f"the answer ({citation_label(first.passage)}: its citation and first words)"
+
+
+def check_minimum(inputs: ContextInputs, budget: Budget, count: Counter, names: dict[str, str]) -> None:
+    """BudgetTooSmall naming the first of `retrieved_docs` and `total` (as `names` calls them)
+    that cannot carry the answer; the builder would otherwise hand the LLM less than it."""
+    minimum, what = minimum_tokens(inputs, count)
+    for key, value in (("retrieved_docs", budget.retrieved_docs), ("total", budget.total)):
+        if value < minimum:
+            raise BudgetTooSmall(names.get(key, key), value, minimum, what)
 
 
 def build_context(inputs: ContextInputs, budget: Budget, count: Counter, tokenizer: str) -> ContextResult:

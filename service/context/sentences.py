@@ -9,6 +9,7 @@ quotes only at their ends, and a text never ends on a heading.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Callable
 
@@ -35,6 +36,39 @@ def longest_fitting_prefix(text: str, fits: Callable[[str], bool]) -> str | None
         else:
             high = middle - 1
     return best
+
+
+ELLIPSIS = "…"
+_WORD_END = re.compile(r"\S+")
+
+
+def word_prefix(text: str, words: int) -> str:
+    """The first `words` words of `text` as written (line breaks kept), with an ellipsis when
+    that leaves any out."""
+    ends = [m.end() for m in _WORD_END.finditer(text)]
+    if len(ends) <= words:
+        return text.rstrip()
+    return _cut(text, ends[words - 1])
+
+
+def longest_fitting_words(text: str, fits: Callable[[str], bool]) -> str | None:
+    """The longest prefix of whole words of `text`, ending in an ellipsis, for which `fits`
+    holds, or None: the last resort when not even the first sentence fits (a cut inside a
+    sentence says so with the ellipsis). Binary search: `fits` must be monotone."""
+    ends = [m.end() for m in _WORD_END.finditer(text)][:-1]  # the whole text is not a cut
+    low, high, best = 0, len(ends) - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        candidate = _cut(text, ends[middle])
+        if fits(candidate):
+            best, low = candidate, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def _cut(text: str, end: int) -> str:
+    return text[:end].rstrip(" ,;:-–—") + ELLIPSIS
 
 
 def head(text: str, max_chars: int) -> str:

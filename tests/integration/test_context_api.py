@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -110,3 +111,39 @@ async def test_invalid_requests_are_400(client: Client, payload: dict[str, Any],
     response = await client.post("/context", json=payload)
     assert response.status_code == 400, response.text
     assert fragment in response.text
+
+
+# --- issue 35: never less than the answer -----------------------------------------------------
+
+
+async def test_a_documentation_budget_too_small_for_the_passage_cuts_it_and_keeps_it_first(client: Client) -> None:
+    full = (await client.post("/context", json={"query": "where are my shortcuts?"})).json()
+    answered = full["sections"][1]["citations"][0]
+    response = await client.post("/context", json={"query": "where are my shortcuts?", "budget": {"retrieved_docs": 40}})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    docs = body["sections"][1]
+    assert [c["doc_slug"] for c in docs["citations"]] == [answered["doc_slug"]]
+    assert docs["citations"][0]["label"] == answered["label"] and docs["citations"][0]["trimmed"]
+    assert 0 < docs["tokens"] <= 40 and docs["tokens"] == get_token_counter().count(docs["text"])
+    # The text kept is the start of the answering passage, as it stands in the full context.
+    kept = docs["text"].split("\n", 2)[2].removesuffix("…")
+    assert len(kept.split()) >= 8 and kept in full["sections"][1]["text"]
+    assert not any(d["action"] == "dropped" and answered["label"] in d["item"] for d in body["dropped"])
+
+
+async def test_a_budget_too_small_for_anything_is_a_400_naming_the_minimum(client: Client) -> None:
+    response = await client.post("/context", json={"query": "where are my shortcuts?", "budget": {"total": 10}})
+    assert response.status_code == 400, response.text
+    error = response.json()
+    assert error["detail"][0]["field"] == "budget.total"
+    minimum = int(re.search(r"below (\d+) tokens", error["error"])[1])  # type: ignore[index]
+    assert minimum > 10 and f"give at least {minimum}" in error["error"] and "Quick Links" in error["error"]
+    # The minimum it names is enough: the answer's citation and first words, nothing else.
+    at_minimum = await client.post("/context", json={"query": "where are my shortcuts?",
+                                                     "budget": {"total": minimum, "retrieved_docs": minimum}})
+    assert at_minimum.status_code == 200, at_minimum.text
+    body = at_minimum.json()
+    assert body["total_tokens"] <= minimum and body["sections"][1]["citations"][0]["doc_slug"] == "widgets/quick-links"
+    below = await client.post("/context", json={"query": "where are my shortcuts?", "budget": {"retrieved_docs": minimum - 1}})
+    assert below.status_code == 400 and below.json()["detail"][0]["field"] == "budget.retrieved_docs"

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from service.context.builder import build_context, citation_label
+from service.context.builder import (
+    MIN_ANSWER_WORDS,
+    BudgetTooSmall,
+    build_context,
+    check_minimum,
+    citation_label,
+    minimum_tokens,
+)
 from service.context.sentences import cut_points, longest_fitting_prefix
 from service.context.types import (
     CORE_CONCEPTS,
@@ -226,11 +233,58 @@ def test_a_chunk_over_budget_loses_whole_sentences_from_its_end() -> None:
     assert result.dropped[0].action == "trimmed" and result.dropped[0].tokens == 5
 
 
-def test_a_chunk_whose_first_sentence_does_not_fit_is_dropped() -> None:
-    result = build(answer(passage("widgets/a", 0, 1.0, sentences("long", 1, length=50))),
-                   Budget(retrieved_docs=20, total=10_000))
-    assert section(result, DOCUMENTATION) == ""
-    assert [(d.action, d.reason) for d in result.dropped] == [("dropped", "section_budget")]
+def test_a_chunk_whose_first_sentence_does_not_fit_is_cut_inside_it_not_dropped() -> None:
+    # Issue 35: dropping it handed the LLM less than the answer. 3 heading + 6 citation words
+    # leave 11 of the 20 for the text: its first 11 words, the cut marked by an ellipsis.
+    text = sentences("long", 1, length=50)
+    result = build(answer(passage("widgets/a", 0, 1.0, text)), Budget(retrieved_docs=20, total=10_000))
+    docs = next(s for s in result.sections if s.name == DOCUMENTATION)
+    body = docs.text.split("\n", 2)[2]
+    assert body == " ".join(text.split()[:11]) + "…"
+    assert docs.tokens == 20 and docs.citations[0].trimmed
+    assert [(d.action, d.reason) for d in result.dropped] == [("trimmed", "section_budget")]
+
+
+def test_the_total_cuts_the_answering_passage_inside_its_first_sentence_last() -> None:
+    text = "Open Trash at the bottom of the Navigator and click Restore on the workspace you deleted. Done."
+    inputs = answer(passage("actions/workspaces", 7, 1.0, text, "Workspace Actions > Restoring"),
+                    passage("concepts/glossary", 0, 0.4, "An unrelated glossary line."))
+    result = build(inputs, Budget(core_concepts=10_000, retrieved_docs=10_000, total=17))
+    docs = next(s for s in result.sections if s.name == DOCUMENTATION)
+    assert [c.doc_slug for c in docs.citations] == ["actions/workspaces"]
+    assert docs.text.endswith("\nOpen Trash at the bottom of…") and result.total_tokens == 17
+    assert section(result, CORE_CONCEPTS) == ""
+
+
+def test_a_sentence_that_fits_is_preferred_to_a_cut_inside_one() -> None:
+    text = "Short first. " + sentences("long", 1, length=40)
+    result = build(answer(passage("widgets/a", 0, 1.0, text)), Budget(retrieved_docs=20, total=10_000))
+    assert section(result, DOCUMENTATION).endswith("\nShort first.")
+
+
+def test_the_minimum_is_the_citation_and_the_first_words_of_the_answer() -> None:
+    text = sentences("long", 1, length=50)
+    inputs = answer(passage("widgets/a", 0, 1.0, text), passage("widgets/b", 0, 0.5, "Other."))
+    minimum, what = minimum_tokens(inputs, words)
+    assert minimum == 3 + 6 + MIN_ANSWER_WORDS and "A > Part 0" in what
+    check_minimum(inputs, Budget(retrieved_docs=minimum, total=minimum), words, {})
+    with pytest.raises(BudgetTooSmall, match=f"budget.total 10 is below {minimum} tokens") as raised:
+        check_minimum(inputs, Budget(total=10), words, {"total": "budget.total"})
+    assert (raised.value.name, raised.value.minimum) == ("budget.total", minimum)
+    with pytest.raises(BudgetTooSmall, match="retrieved_docs 5 is below"):
+        check_minimum(inputs, Budget(retrieved_docs=5), words, {})
+    # At the minimum the builder keeps exactly those words: never less than the answer's start.
+    kept = build(inputs, Budget(retrieved_docs=minimum, total=minimum))
+    assert kept.text.endswith(" ".join(text.split()[:MIN_ANSWER_WORDS]) + "…")
+
+
+def test_a_clarification_is_never_cut_its_whole_text_is_the_minimum() -> None:
+    inputs = ContextInputs(status="clarify", message="Do you mean Home (concepts) or Dashboard (concepts)?",
+                           passages=(), options=("Home (concepts)", "Dashboard (concepts)"), concepts=CONCEPTS)
+    minimum, what = minimum_tokens(inputs, words)
+    assert minimum == words(section(build(inputs), DOCUMENTATION)) and what == "the clarification"
+    with pytest.raises(BudgetTooSmall):
+        check_minimum(inputs, Budget(total=minimum - 1), words, {})
 
 
 def test_real_tokenizer_trim_ends_on_a_sentence() -> None:
