@@ -616,7 +616,7 @@ rules' thresholds `phases.<keyword|chunks|hybrid>.*` share one meaning each (bel
 _THRESHOLD_MEANINGS = {
     "min_score": "seed rules: the best page's raw seed-formula points (before length normalisation) must reach this",
     "min_conf": "seed rules: (top - second) / top of the ranking scores must reach this",
-    "min_gap": "seed rules: raw seed-point gap to the best other page",
+    "min_gap": "seed rules: the raw seed-point gap to the best other page must reach this",
     "min_matched_terms": "seed rules: query terms the best page must match",
 }
 
