@@ -283,6 +283,8 @@ def test_real_set_test_split_is_big_enough(real_set: tuple[str, list[LabelledQue
     assert in_domain >= MIN_TEST_IN_DOMAIN
     assert table["out_of_domain"]["test"] >= MIN_TEST_OUT_OF_DOMAIN
     assert 0.5 <= table["all"]["dev"] / table["all"]["total"] <= 0.7
+    empty = [(kind, split) for kind in KINDS for split in ("dev", "test") if table[kind][split] == 0]
+    assert empty == []
 
 
 def test_real_set_pages_exist_in_the_vendored_corpus(real_set: tuple[str, list[LabelledQuery]]) -> None:
