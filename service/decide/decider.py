@@ -201,11 +201,15 @@ class Decider:
                 for tokens, part in zip(query.parts, candidates.parts, strict=True)
             ))
             multi = decide_multi_intent([list(p) for p in candidates.parts], query, thresholds)
-            if multi is not None and model is not None:
-                multi = sure_first(model, flags.decision, phase, multi, signals)
             if multi is not None:
                 # The parts' pages with their evidence from the whole query's ranking: one scale.
-                return Decided(multi_intent_on(ranking, multi), signals)
+                multi = multi_intent_on(ranking, multi)
+            if multi is not None and model is not None:
+                # Sure pages first among the options, in the order the answer shows its pages
+                # (as fit-decisions replays it: `replayed_status`).
+                multi = sure_first(model, flags.decision, phase, multi, signals)
+            if multi is not None:
+                return Decided(multi, signals)
         if model is not None and seed.reason not in CERTAIN_REASONS:
             return Decided(_calibrated(model, flags.decision, phase, query, ranking, signals.features), signals)
         return Decided(seed, signals)

@@ -2,7 +2,7 @@
 
 Run as `python tests/integration/held_serve.py serve ...` with `HOLD_DIR` set:
 each request entering its first tier writes `HOLD_DIR/held-<uuid>` and waits
-(in the pipeline's `tier_hook`) until `HOLD_DIR/release` exists. The fault
+(in the pipeline's `TierFaults.before_tier`) until `HOLD_DIR/release` exists. The fault
 tests use it to know, not hope, that requests are in flight.
 """
 
@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import service.app as app_module
+from service.pipeline import TierFaults
 
 HOLD_DIR = Path(os.environ["HOLD_DIR"])
 _create_app = app_module.create_app
 
 
 def _held_app(settings: Any) -> Any:
-    app = _create_app(settings)
-
     async def hold(_tier: str, _ctx: Any) -> None:
         release = HOLD_DIR / "release"
         if release.exists():
@@ -32,8 +31,7 @@ def _held_app(settings: Any) -> Any:
         while not release.exists():
             await asyncio.sleep(0.01)
 
-    app.state["pipeline"].tier_hook = hold
-    return app
+    return _create_app(settings, faults=TierFaults(before_tier=hold))
 
 
 app_module.create_app = _held_app  # `serve` imports it from the module when it runs

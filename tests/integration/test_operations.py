@@ -24,7 +24,7 @@ from service.api.schemas import RetrieveResponse
 from service.app import create_app
 from service.db.embedded import EmbeddedPostgres
 from service.flags import FlagError
-from service.pipeline import Pipeline, TierContext
+from service.pipeline import TierContext, TierFaults
 from service.settings import PROJECT_ROOT, Settings
 from service.state import get_state
 from tests.conftest import quiet_flags_file, wait_until_ready
@@ -48,10 +48,12 @@ def _settings(db_url: str, seeds: Path, flags_file: Path | None = None) -> Setti
 
 @asynccontextmanager
 async def running(
-    db_url: str, seeds: Path, *, semantic: bool = False, flags_file: Path | None = None
+    db_url: str, seeds: Path, *, semantic: bool = False, flags_file: Path | None = None,
+    faults: TierFaults | None = None,
 ) -> AsyncIterator[Any]:
-    """An app of this test's own; the kill switch is out of reach unless `flags_file` says otherwise."""
-    app = create_app(_settings(db_url, seeds, flags_file))
+    """An app of this test's own; the kill switch is out of reach unless `flags_file` says otherwise.
+    `faults`: the test's way into every tier (`TierFaults.before_tier`)."""
+    app = create_app(_settings(db_url, seeds, flags_file), faults=faults)
     async with AsyncTestClient(app=app, timeout=60) as client:
         await wait_until_ready(client, semantic=semantic)
         yield client
@@ -79,11 +81,6 @@ async def admin_flags(client: Any) -> dict[str, Any]:
 
 def entry(body: dict[str, Any], name: str) -> dict[str, Any]:
     return next(e for e in body["flags"] if e["name"] == name)
-
-
-def pipeline_of(client: Any) -> Pipeline:
-    pipeline: Pipeline = client.app.state["pipeline"]
-    return pipeline
 
 
 async def eventually(check: Callable[[], Any], timeout: float, interval: float = 0.02) -> float:
@@ -292,7 +289,8 @@ async def test_slow_database_drops_a_phase_then_disables_then_recovers(
     """Latency trips and their cool-down, step by step through the state machine's
     real states (closed → tripped → tripped → half_open → closed); no sleeps: the
     cool-down is ended by setting it to 0, as an operator could."""
-    async with running(db_url, fixture_seeds, semantic=True, flags_file=SHIPPED_FLAGS) as client:
+    faults = TierFaults()
+    async with running(db_url, fixture_seeds, semantic=True, flags_file=SHIPPED_FLAGS, faults=faults) as client:
         # Slow = a 1.6 s database wait against a 1.5 s p95 limit: a busy machine cannot
         # make a healthy request look slow, nor a slow one fast.
         # short_window_s 0: six slow requests (~10 s) trip at once, without the
@@ -313,7 +311,7 @@ async def test_slow_database_drops_a_phase_then_disables_then_recovers(
             ks = (await admin_flags(client))["kill_switch"]
             return ks["state"], ks["ceiling"]
 
-        pipeline_of(client).tier_hook = slow_database
+        faults.before_tier = slow_database
         phases = [(await retrieve(client, QUERIES[i % len(QUERIES)])).phase for i in range(6)]
         assert phases == [3] * 6  # slow but answered
         assert await state() == ("tripped", 2)
@@ -332,7 +330,7 @@ async def test_slow_database_drops_a_phase_then_disables_then_recovers(
         assert await state() == ("tripped", 0)
 
         # The database is healthy again; the cool-down ends; probes restore phase 3.
-        pipeline_of(client).tier_hook = None
+        faults.before_tier = None
         await put_flags(client, {"kill_switch.cooldown_s": 0})
         assert await state() == ("half_open", 0)
         probes = [await retrieve(client, QUERIES[i % len(QUERIES)]) for i in range(6)]

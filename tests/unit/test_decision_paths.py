@@ -1,0 +1,56 @@
+"""The evaluation path and the service path decide identically.
+
+`eval-decisions` runs every labelled case through the service's own `Pipeline.run`, and
+`fit-decisions` replays the `Decider`'s calibrated routing on the signals a seed-rules run
+recorded (`decider.replayed_status`) to choose its operating points without running the service
+again. If the replay drifted from the `Decider`, the points a fit chose would describe a policy
+the service does not run. Here both paths decide every case of the seed corpus's labelled set
+at phases 1 and 2 (in memory; phase 3 needs the database) and must agree on the status, the
+page answered with and the options offered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.decide.calibration import multi_intent_pages
+from service.decide.decider import CALIBRATION_FILE, Decider, load_calibration, replayed_status
+from service.evaluation.decisions import calibrated_p, policy_flags, run_case
+from service.evaluation.labelled import load_query_set
+from service.flags import Flags
+from service.ingest.seeder import SeedOptions, default_chunker, prepare
+from service.wiring import make_pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+SEEDS = ROOT / "seeds"
+LABELLED = ROOT / "bench" / "queries" / "seed.yaml"
+
+
+@pytest.mark.parametrize("phase", [1, 2])
+async def test_the_fit_replay_decides_every_labelled_case_as_the_service_does(phase: int) -> None:
+    model, problem = load_calibration(CALIBRATION_FILE)
+    assert model is not None, problem
+    flags = Flags()
+    documents, chunks, _ = prepare(SEEDS, default_chunker(flags.chunking.max_tokens), SeedOptions.from_flags(flags))
+    decider = Decider(own=model)
+    pipeline = make_pipeline(SEEDS, lambda: flags, decider=decider)
+    pipeline.load_corpus(documents, chunks, 1)
+    assert decider.active_calibration() is model, "the shipped fit was made on other pages: refit"
+    point = model.points(flags.decision).at(phase)
+
+    disagreements = []
+    cases = load_query_set(LABELLED)
+    for case in cases:
+        seed_run = await run_case(pipeline, policy_flags(flags, "seed_rules"), case, phase, "seed_rules")
+        service = await run_case(pipeline, policy_flags(flags, "calibrated"), case, phase, "calibrated")
+        multi = multi_intent_pages(model.phases[str(phase)], point, seed_run.shown, seed_run.parts) \
+            if seed_run.reason == "multi_intent" else ()
+        status, shown, options = replayed_status(seed_run, calibrated_p(model, seed_run), point, None, multi)
+        replayed = (status, shown[:1] if status == "answer" else (), options)
+        served = (service.status, service.shown[:1] if service.status == "answer" else (), service.options)
+        if replayed != served:
+            disagreements.append((case.id, case.query, replayed, served))
+    assert len(cases) > 400
+    assert disagreements == []
