@@ -641,8 +641,7 @@ class _Renderer:
     def language(node: nodes.Element) -> str:
         language = str(node.get("language", "") or "")
         if not language:
-            found: list[str] = [str(c) for c in node.get("classes", [])]
-            classes = [c for c in found if c not in ("code", "doctest")]
+            classes = [str(c) for c in node["classes"] if c not in ("code", "doctest")]
             language = classes[0] if classes else ""
         if isinstance(node, nodes.doctest_block):
             language = language or "pycon"
