@@ -130,6 +130,7 @@ class HybridTier:
     async def run(self, ctx: TierContext) -> Candidates:
         retriever = self.retriever()
         flags = ctx.flags
+        is_stub = stub_pages(retriever.indexes, flags)
         parts: list[tuple[list[Evidence], ...]] = []
         candidates = await retriever.retrieve(
             ctx.query, flags, category=ctx.category, notes=ctx.notes,
@@ -145,7 +146,7 @@ class HybridTier:
         return Candidates(
             phase=3, ranking=candidates.fused, parts=parts[0] if parts else (), keyword=keyword,
             semantic=candidates.signal, page_similarity=page_similarity,
-            is_stub=stub_pages(retriever.indexes, flags), stats=candidates.stats(), explained=candidates.explained,
+            is_stub=is_stub, stats=candidates.stats(), explained=candidates.explained,
         )
 
 

@@ -18,7 +18,8 @@ import enum
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
-from service.domain.types import Base
+from service.domain.types import Base, QueryType
+from service.flags import Flags
 
 K = TypeVar("K", bound=Hashable)
 
@@ -121,3 +122,9 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int) -> dict[K, f
     keys = list(scores)
     order = sorted(range(len(keys)), key=lambda i: (-scores[keys[i]], i))
     return {keys[i]: scores[keys[i]] for i in order}
+
+
+def fusion_weights(flags: Flags, query_type: QueryType) -> tuple[float, float]:
+    """(keyword, semantic) weights: by query type, or `weights.default` when that is off."""
+    weights = flags.fusion.weights
+    return getattr(weights, query_type) if flags.fusion.query_type_weights else weights.default

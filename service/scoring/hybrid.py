@@ -5,7 +5,7 @@ normalised query ─┬─ keyword leg (in-memory chunk index, the flags' lexica
                   → fusion (the flags' method; weights by `query.query_type`)
                   → per-document de-duplication (not for multi-intent queries)
                   → `HybridCandidates`: the fused ranking plus every signal the
-                    decision (`decide.hybrid_policy`) needs.
+                    decision (`decide.seed_rules_phase3`) needs.
 
 The service (`Pipeline.phase3`) and `python -m service eval` both call it, so
 the eval figures are the service's figures.
@@ -38,26 +38,18 @@ from service.scoring.fusion import (
     FusedScore,
     FusionMethod,
     fusion_method,
+    fusion_weights,
     reciprocal_rank_fusion,
     short_page_prior,
     weighted_sum_fusion,
 )
 from service.scoring.indexes import CorpusIndexes
 from service.scoring.keyword import make_snippet, plain_text, shown_score
-from service.scoring.semantic import SemanticHit, SemanticSearch
+from service.scoring.semantic import SemanticHit, SemanticSearch, semantic_signal
 
 ChunkKey = tuple[str, int]
 RrfParts = tuple[int | None, int | None, float]
 """A candidate's keyword rank, semantic rank (None: not in that leg) and RRF score."""
-
-
-def semantic_signal(hits: Sequence[SemanticHit]) -> SemanticSignal:
-    """The nearest neighbour's similarity and its margin over the best other page."""
-    if not hits:
-        return SemanticSignal(top_similarity=0.0, margin=0.0, top_doc=None)
-    best = max(hits, key=lambda h: h.similarity)
-    other = max((h.similarity for h in hits if h.doc_slug != best.doc_slug), default=0.0)
-    return SemanticSignal(top_similarity=best.similarity, margin=best.similarity - other, top_doc=best.doc_slug)
 
 
 def _key_of(evidence: Evidence) -> ChunkKey:
@@ -154,9 +146,10 @@ class Fused:
             snippet, lines = base.snippet, base.match_explain
         else:
             hit = self.hits[key]
-            # With no terms the snippet is the summary when there is one: clean the
-            # hit's text only otherwise.
-            snippet, lines = self.doc_info(hit.doc_slug)[1] or make_snippet(plain_text(self.chunk_text(key)), []), ()
+            # The section the embedding matched speaks for itself: its opening, not the
+            # page summary (that only when the section has no text at all).
+            snippet = make_snippet(plain_text(self.chunk_text(key)), (), self.doc_info(hit.doc_slug)[1])
+            lines = ()
         own = self._score(key)
         return msgspec.structs.replace(
             evidence, snippet=snippet,
@@ -265,12 +258,6 @@ class HybridCandidates:
             **self.timings, "keyword_candidates": len(self.keyword), "semantic_candidates": len(self.hits),
             "deduplicated": self.deduplicated, "top_similarity": round(self.signal.top_similarity, 4),
         }
-
-
-def fusion_weights(flags: Flags, query_type: QueryType) -> tuple[float, float]:
-    """(keyword, semantic) weights: by query type, or `weights.default` when that is off."""
-    weights = flags.fusion.weights
-    return getattr(weights, query_type) if flags.fusion.query_type_weights else weights.default
 
 
 class HybridRetriever:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from service.db.errors import DatabaseTimeout, DatabaseUnreachable
 from service.db.pool import HNSW_SESSION_SETTINGS
 from service.db.vectors import vector_literal
+from service.domain.signals import SemanticSignal
 from service.domain.types import Base
 from service.flags import Flags, RepresentationKind
 from service.ingest.model_thread import on_model_thread
@@ -287,3 +288,12 @@ class SemanticLeg:
             "embed_ms": round((embedded - started) * 1000, 3),
             "vector_search_ms": round((done - embedded) * 1000, 3),
         }
+
+
+def semantic_signal(hits: Sequence[SemanticHit]) -> SemanticSignal:
+    """The nearest neighbour's similarity and its margin over the best other page."""
+    if not hits:
+        return SemanticSignal(top_similarity=0.0, margin=0.0, top_doc=None)
+    best = max(hits, key=lambda h: h.similarity)
+    other = max((h.similarity for h in hits if h.doc_slug != best.doc_slug), default=0.0)
+    return SemanticSignal(top_similarity=best.similarity, margin=best.similarity - other, top_doc=best.doc_slug)
