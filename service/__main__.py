@@ -88,6 +88,30 @@ def _ignore_signal(_sig: int, _frame: FrameType | None) -> None:
     return None
 
 
+# -- mcp ----------------------------------------------------------------------
+def _add_mcp(sub: SubParsers) -> None:
+    p = sub.add_parser(
+        "mcp", help="serve MCP on stdin/stdout (desktop agents)",
+        description="Start PostgreSQL, migrate, seed and load the model as serve does, then speak "
+        "MCP on stdin/stdout (docs/mcp.md); logs go to stderr. Ends when stdin closes.",
+    )
+    p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
+    p.set_defaults(handler=_mcp)
+
+
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from service.app import create_app
+    from service.ingest.tokens import ModelNotFoundError
+    from service.mcp.stdio import run_stdio
+
+    try:
+        app = create_app(settings.with_overrides(data_dir=args.data_dir))
+    except (ValueError, ModelNotFoundError) as err:  # flags, synonyms, glossary: ValueErrors
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return run_stdio(app)
+
+
 # -- migrate / seed -----------------------------------------------------------
 def _add_migrate(sub: SubParsers) -> None:
     p = sub.add_parser("migrate", help="apply or revert database migrations",
@@ -222,6 +246,7 @@ def _add_bench(sub: SubParsers) -> None:
 
 COMMANDS: dict[str, Registrar] = {
     "serve": _add_serve,
+    "mcp": _add_mcp,
     "migrate": _add_migrate,
     "seed": _add_seed,
     "replay": _add_replay,

@@ -32,6 +32,8 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     admin_token: str | None = field(default=None, repr=False)  # never printed
+    mcp_token: str | None = field(default=None, repr=False)  # never printed
+    """MCP_TOKEN: `/mcp` needs `Authorization: Bearer <token>`; unset = open like /retrieve."""
     seeds_dir: Path = PROJECT_ROOT / "seeds"
     flags_file: Path = PROJECT_ROOT / "flags.yaml"
     migrations_dir: Path = PROJECT_ROOT / "migrations"
@@ -126,6 +128,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         host=_str(env, "HOST"),
         port=_int(env, "PORT", 1, 65535),
         admin_token=_str(env, "ADMIN_TOKEN"),
+        mcp_token=_str(env, "MCP_TOKEN"),
         clarification_key=_clarification_key(env),
         seeds_dir=_path(env, "SEEDS_DIR"),
         flags_file=_path(env, "FLAGS_FILE"),
