@@ -144,19 +144,26 @@ class DecisionFlags(_Flags, frozen=True):
 
     _key: ClassVar[str] = "decision"
     policy: Literal["seed_rules", "calibrated"] = "seed_rules"
-    answer_p: tuple[Fraction, Fraction, Fraction] = (0.98, 0.78, 0.74)
-    no_match_p: tuple[Fraction, Fraction, Fraction] = (0.58, 0.5, 0.58)
-    ambiguity_ratio: tuple[Ratio, Ratio, Ratio] = (1.01, 0.93, 0.8)
+    # The operating points: None = the ones the fit in force was chosen with (every fitted
+    # file carries its own, `decide/data/*.json`); a value set here overrides the fit's.
+    answer_p: tuple[Fraction, Fraction, Fraction] | None = None
+    no_match_p: tuple[Fraction, Fraction, Fraction] | None = None
+    ambiguity_ratio: tuple[Ratio, Ratio, Ratio] | None = None
 
     def __post_init__(self) -> None:
         # Between the two is "clarify"; the other way round there is no such band.
-        if any(low > high for low, high in zip(self.no_match_p, self.answer_p, strict=True)):
+        if self.no_match_p is not None and self.answer_p is not None and any(
+            low > high for low, high in zip(self.no_match_p, self.answer_p, strict=True)
+        ):
             raise ValueError(
                 f"`decision.no_match_p` ({list(self.no_match_p)}) must be <= `decision.answer_p` "
                 f"({list(self.answer_p)}) at every phase"
             )
 
     def at(self, phase: int) -> DecisionPoint:
+        """One phase's point; every point must be set (`CalibrationModel.points` fills the fit's)."""
+        if self.answer_p is None or self.no_match_p is None or self.ambiguity_ratio is None:
+            raise ValueError("the operating points are the fit's: resolve them with CalibrationModel.points")
         i = phase - 1
         return DecisionPoint(
             answer_p=self.answer_p[i], no_match_p=self.no_match_p[i], ambiguity_ratio=self.ambiguity_ratio[i],
@@ -299,6 +306,8 @@ class SeedingFlags(_Flags, frozen=True):
     broken_links: Literal["warn", "fail"] = "warn"
     default_category: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)] = "general"
     ignore: tuple[Annotated[str, msgspec.Meta(min_length=1)], ...] = ()
+    dialect: Literal["auto", "markdown", "mkdocs", "vitepress", "docusaurus", "starlight", "mdx"] = "auto"
+    """How pages are read (service/ingest/dialects.py DIALECTS); auto: detected from the tree."""
 
 
 class QueryLogFlags(_Flags, frozen=True):
@@ -533,8 +542,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "([note](quality/notes/2026-11-24-paraphrases.md)); a change needs a reindex",
     "decision.policy": "seed_rules | calibrated (a corpus with no fit of its own: the portable fit); "
     "[Decisions](decisions/index.md)",
-    "decision.answer_p": "answer when p >= this (a corpus's own fit; a portable fit brings its own, "
-    "see [Operating points](#operating-points-which-wins))",
+    "decision.answer_p": "answer when p >= this; unset: the point the fit in force chose (every fitted file "
+    "carries its own; [Operating points](#operating-points-which-wins))",
     "decision.no_match_p": "no match below this, clarify in between; <= answer_p",
     "decision.ambiguity_ratio": "ask between two pages when the second scores >= this share of the top (> 1: never)",
     "fusion.method": "weighted | rrf",
@@ -589,6 +598,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "retrieved_docs; 1: only certain ones",
     "seeding.broken_links": "warn | fail: internal links that resolve to no page or heading",
     "seeding.default_category": "category of pages at the root of SEEDS_DIR (no folder, no front matter)",
+    "seeding.dialect": "how pages are read: as that site generator renders them; auto: its config file, else the pages' syntax "
+                       "([Dialects](operations/dialects.md))",
     "seeding.ignore": "extra globs (relative path or file name) that are not pages "
     "([Seeding](operations/seeding.md#keeping-a-file-out-of-the-corpus-seedingignore))",
     "query_log.enabled": "every /retrieve and /context call, written off the request path",

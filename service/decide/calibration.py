@@ -205,7 +205,8 @@ class CalibrationModel(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     answer_p: tuple[float, float, float]
     no_match_p: tuple[float, float, float]
     ambiguity_ratio: tuple[float, float, float]
-    """Per phase 1-3, what the fit chose on dev (flags.yaml `decision` repeats them; the flags are used)."""
+    """Per phase 1-3, what the fit chose on dev: the points it decides with unless a `decision.*`
+    flag overrides one."""
     library: str
     query_set: str
     fitted_at: str
@@ -213,19 +214,20 @@ class CalibrationModel(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """Per phase, the chosen thresholds' coverage and wrong-answer rate on dev."""
     portable: bool = False
     """Fitted without `CORPUS_SCALED` on the dev splits of several corpora: used on a corpus
-    that has no fit of its own, with its own operating points (not the flags')."""
+    that has no fit of its own."""
 
     def fits(self, served_pages: str) -> bool:
         """Whether this fit may decide on the served pages."""
         return self.portable or self.pages_fingerprint == served_pages
 
     def points(self, flags: DecisionFlags) -> DecisionFlags:
-        """The operating points to decide with: the flags' for a corpus's own fit (flags.yaml
-        repeats what the fit chose), the fit's own for a portable one."""
-        if not self.portable:
-            return flags
+        """The operating points to decide with: the fit's own, each unless the operator set that
+        flag (`decision.answer_p` / `no_match_p` / `ambiguity_ratio`: a flag wins)."""
         return msgspec.structs.replace(
-            flags, answer_p=self.answer_p, no_match_p=self.no_match_p, ambiguity_ratio=self.ambiguity_ratio,
+            flags,
+            answer_p=self.answer_p if flags.answer_p is None else flags.answer_p,
+            no_match_p=self.no_match_p if flags.no_match_p is None else flags.no_match_p,
+            ambiguity_ratio=self.ambiguity_ratio if flags.ambiguity_ratio is None else flags.ambiguity_ratio,
         )
 
 

@@ -511,7 +511,7 @@ def run_fit(args: argparse.Namespace, settings: Settings) -> int:
     if model.portable:
         print(f"wrote {out} (version {model.version}); it decides with its own points: {points}")
     else:
-        print(f"wrote {out} (version {model.version}); flags.yaml `decision:` should repeat {points}")
+        print(f"wrote {out} (version {model.version}); it decides with its own points ({points}) unless `decision.*` flags override them")
     return 0
 
 

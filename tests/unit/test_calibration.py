@@ -222,8 +222,11 @@ def test_multi_intent_on_phase3_uses_the_fused_scale_sorted() -> None:
 def test_decision_flags_refuse_a_no_match_point_above_the_answer_point() -> None:
     with pytest.raises(msgspec.ValidationError, match="no_match_p"):
         msgspec.convert({"answer_p": [0.8, 0.5, 0.8], "no_match_p": [0.3, 0.6, 0.3]}, DecisionFlags)
-    flags = msgspec.convert({"answer_p": [0.8, 0.7, 0.9]}, DecisionFlags)
+    flags = msgspec.convert({"answer_p": [0.8, 0.7, 0.9], "no_match_p": [0.3, 0.3, 0.3],
+                             "ambiguity_ratio": [1.0, 1.0, 1.0]}, DecisionFlags)
     assert flags.at(3).answer_p == 0.9 and flags.at(2).answer_p == 0.7
+    with pytest.raises(ValueError, match="the fit's"):  # a point left to the fit is not made up
+        msgspec.convert({"answer_p": [0.8, 0.7, 0.9]}, DecisionFlags).at(2)
 
 
 def test_pages_fingerprint_is_the_set_of_slugs() -> None:
@@ -291,9 +294,13 @@ def test_a_portable_fit_ignores_the_corpus_scaled_signals_and_decides_with_its_o
         fitted_at="now", portable=True,
     )
     assert model.fits(pages_fingerprint(["any/page"])) and model.fits("")
-    assert model.points(own_points).at(2) == DecisionPoint(answer_p=0.8, no_match_p=0.2, ambiguity_ratio=0.9)
+    # Every fit decides with its own points unless a flag overrides one (the flag wins).
+    assert model.points(DecisionFlags()).at(2) == DecisionPoint(answer_p=0.8, no_match_p=0.2, ambiguity_ratio=0.9)
+    assert model.points(own_points) == own_points
+    only_answer = msgspec.structs.replace(DecisionFlags(), answer_p=(0.6, 0.6, 0.6))
+    assert model.points(only_answer).at(2) == DecisionPoint(answer_p=0.6, no_match_p=0.2, ambiguity_ratio=0.9)
     own = msgspec.structs.replace(model, portable=False, pages_fingerprint=pages_fingerprint(["a/x"]))
-    assert own.points(own_points) == own_points
+    assert own.points(DecisionFlags()).at(3) == DecisionPoint(answer_p=0.7, no_match_p=0.1, ambiguity_ratio=0.85)
     assert own.fits(pages_fingerprint(["a/x"])) and not own.fits(pages_fingerprint(["b/y"]))
 
 

@@ -122,7 +122,7 @@ def test_the_sure_page_leads_the_options_while_the_results_keep_their_scores_ord
         part(("widgets/navigator", "actions/notes"), sure=False, reason="small_gap"),
         part(("widgets/quick-links",), sure=True),
     ))
-    flags = Flags()
+    flags = msgspec.structs.replace(Flags(), decision=calibration.points(Flags().decision))
     ordered = sure_first(calibration, flags.decision, 2, multi, signals)
     assert ordered is not None
     assert [e.doc_slug for e in ordered.results] == ["widgets/navigator", "widgets/quick-links"]

@@ -27,16 +27,16 @@ def model(version: str, *, intercept: float, portable: bool, pages: str) -> Cali
     )
 
 
-# The flags' points belong to the seed corpus's own fit: with them p = 0.88 would only ask.
-FLAGS = apply_overrides(Flags(), {
-    "decision.policy": "calibrated", "decision.answer_p": [0.95, 0.95, 0.95],
-    "decision.no_match_p": [0.1, 0.1, 0.1],
-})
+FLAGS = apply_overrides(Flags(), {"decision.policy": "calibrated"})
+# An operator's points: with them p = 0.88 only asks.
+STRICT = apply_overrides(FLAGS, {"decision.answer_p": [0.95, 0.95, 0.95], "decision.no_match_p": [0.1, 0.1, 0.1]})
 
 
-def _with(own: CalibrationModel | None, portable: CalibrationModel | None) -> tuple[Pipeline, Decider]:
+def _with(
+    own: CalibrationModel | None, portable: CalibrationModel | None, flags: Flags = FLAGS,
+) -> tuple[Pipeline, Decider]:
     decider = Decider(own=own, portable=portable)
-    return _pipeline(FLAGS, decider=decider), decider
+    return _pipeline(flags, decider=decider), decider
 
 
 SERVED = pages_fingerprint(["concepts/workspace"])  # the one page `_pipeline` serves
@@ -56,15 +56,17 @@ async def test_a_corpus_without_its_own_fit_is_decided_by_the_portable_fit_with_
     assert any("calibrated p(top page right) = 0.881" in line for line in outcome.results[0].match_explain)
 
 
-async def test_the_corpus_own_fit_wins_and_decides_with_the_flags_points() -> None:
-    pipeline, decider = _with(
-        model("own", intercept=2.0, portable=False, pages=SERVED),
-        model("portable-x", intercept=2.0, portable=True, pages=""),
-    )
+async def test_the_corpus_own_fit_wins_and_an_operators_points_win_over_the_fits() -> None:
+    fits = (model("own", intercept=2.0, portable=False, pages=SERVED),
+            model("portable-x", intercept=-5.0, portable=True, pages=""))
+    pipeline, decider = _with(*fits)
     assert decider.served_pages == SERVED
     assert decider.active_calibration() is decider.own and decider.calibration_problem() is None
     outcome = await pipeline.run_request(RetrieveParams(query="workspace canvas", phase_cap=2))
-    assert outcome.status == "clarify", outcome  # 0.88 < the flags' answer_p 0.95: "Are you asking about…?"
+    assert outcome.status == "answer", outcome  # p = 0.88 ≥ the own fit's answer_p 0.6
+    pipeline, _ = _with(*fits, flags=STRICT)
+    outcome = await pipeline.run_request(RetrieveParams(query="workspace canvas", phase_cap=2))
+    assert outcome.status == "clarify", outcome  # 0.88 < the flag's answer_p 0.95: "Are you asking about…?"
 
 
 async def test_without_any_fit_that_fits_the_seed_rules_decide() -> None:
