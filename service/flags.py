@@ -655,6 +655,8 @@ def _allowed(info: msgspec.inspect.Type) -> str:
         high = f"≤ {info.le}" if info.le is not None else f"< {info.lt}" if info.lt is not None else ""
         kind = "int" if isinstance(info, msgspec.inspect.IntType) else "number"
         return " ".join(part for part in (kind, low, high) if part)
+    if isinstance(info, msgspec.inspect.UnionType):
+        return " or ".join("null" if isinstance(t, msgspec.inspect.NoneType) else _allowed(t) for t in info.types)
     return type(info).__name__
 
 
