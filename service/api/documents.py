@@ -35,6 +35,9 @@ class DocumentOut(Base, frozen=True):
     category: str
     summary: str
     sections: list[SectionOut]
+    stub: bool
+    """Nothing to say on its own (only an include, a directive, links or properties):
+    listed for its links, never the answer on its own."""
 
 
 class DocumentList(Base, frozen=True):
@@ -104,7 +107,7 @@ def _chunks_by_doc(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
 
 def _out(doc: Document, chunks: Sequence[Chunk]) -> DocumentOut:
     return DocumentOut(slug=doc.slug, title=doc.title, category=doc.category, summary=doc.summary,
-                       sections=section_tree(doc.title, chunks))
+                       sections=section_tree(doc.title, chunks), stub=doc.stub)
 
 
 @get("/documents", summary="Every page of the loaded corpus, with its section tree",
@@ -136,7 +139,7 @@ async def get_document(state: State, slug: FromPath[str]) -> DocumentPage:
     out = _out(doc, [c for c in st.corpus.chunks if c.doc_slug == slug])
     return DocumentPage(slug=out.slug, title=out.title, category=out.category, summary=out.summary,
                         sections=out.sections, content=doc.content, keywords=list(doc.keywords),
-                        content_hash=doc.content_hash)
+                        content_hash=doc.content_hash, stub=doc.stub)
 
 
 ROUTES: list[object] = [list_documents, get_document]

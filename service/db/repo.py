@@ -18,14 +18,14 @@ class CorpusCounts(Base, frozen=True):
 
 async def load_documents(pool: asyncpg.Pool[Any]) -> list[Document]:
     rows = await pool.fetch(
-        "select slug, category, title, summary, content, keywords, content_hash, version"
+        "select slug, category, title, summary, content, keywords, content_hash, version, stub"
         " from docs_knowledge order by slug"
     )
     return [
         Document(
             slug=r["slug"], category=r["category"], title=r["title"], summary=r["summary"],
             content=r["content"], keywords=tuple(r["keywords"]),
-            content_hash=r["content_hash"], version=r["version"],
+            content_hash=r["content_hash"], version=r["version"], stub=r["stub"],
         )
         for r in rows
     ]

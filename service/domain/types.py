@@ -30,6 +30,9 @@ class Document(Base, frozen=True):
     content_hash: str
     summary: str = ""
     version: int = 1
+    stub: bool = False
+    """Nothing to say on its own (only an include, a directive, links or properties):
+    kept for links and /documents, never the answer alone (service/ingest/dialects.py)."""
 
 
 class Chunk(Base, frozen=True):

@@ -281,6 +281,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(.*)$")
 _LINKS = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\([^)\n]*\)|\[\[[^\]\n]+\]\]|\[[^\]\n]+\]\[[^\]\n]*\]")
 _PROPERTY = re.compile(r"^\s*(?:[-*+]\s+)?[A-Za-z][\w.-]*::(?:\s.*)?$")
 _HEADING = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+)?#{1,6}(?:\s|$)")
+_HTML_ANCHOR = re.compile(r"<a\s[^>]*?\b(?:id|name)\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
 _LINK_DEF = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
 _NO_WORDS = re.compile(r"[\W_]+")
 _HIDDEN_CONTAINERS = frozenset({"code-group", "raw", "v-pre"})
@@ -418,6 +419,8 @@ class _Rewriter:
     def _prose_line(self, line: str) -> None:
         if self.spec.inline_ids and "{" in line:
             self.out.anchors.update(inline_ids(line))
+        if "<a" in line:  # `<a id="x"></a>`: an anchor every generator keeps
+            self.out.anchors.update(_HTML_ANCHOR.findall(line))
         if _INCLUDE.match(line) or _PROPERTY.match(line):
             self._emit(line, structure=True)
         elif _HEADING.match(line) or _LINK_DEF.match(line):

@@ -1,7 +1,8 @@
 """Link check at seed: internal links must reach a page (and heading) of the corpus.
 
 Checked: Markdown links without a scheme (`[t](../x/y.md)`, `[t](y.md#a)`,
-`[t](#a)`; reStructuredText `:ref:` / `:doc:` / toctree entries, which
+`[t](#a)`; links without an extension, with `.html` or a trailing slash
+reach the page or folder index a site generator serves there; reStructuredText `:ref:` / `:doc:` / toctree entries, which
 service/ingest/rst.py writes as such links to `.rst` pages), wikilinks (`[[Page]]`, `[[Page#Heading]]`, `[[Page|label]]`) and
 outliner block references (`((uuid))`, against the corpus's `id::` blocks).
 A wikilink names a page by its title, slug, file name or alias, compared as
@@ -76,6 +77,21 @@ def check_links(corpus: Sequence[CorpusPage], seeds_dir: Path) -> list[BrokenLin
     return broken
 
 
+PAGE_SUFFIXES = (".md", ".mdx", ".rst")
+_INDEX_FILES = ("index.md", "index.mdx", "README.md", "index.rst")
+
+
+def _page_files(file: Path, suffix: str) -> list[Path]:
+    """The files a link may mean, as site generators serve them: the file itself;
+    without an extension (`/config/server-options`, `/guides/i18n/`) or with `.html`
+    the page of any suffix, else the folder's index page (`/guide/`, `/`)."""
+    if suffix in PAGE_SUFFIXES:
+        return [file]
+    stem = file.with_suffix("") if suffix == ".html" else file
+    pages = [stem.with_name(stem.name + ext) for ext in PAGE_SUFFIXES]
+    return [*pages, *(stem / name for name in _INDEX_FILES)]
+
+
 def _has_anchor(entry: CorpusPage, heading: str) -> bool:
     anchors = entry.page.anchors
     return not heading or anchor_slug(heading) in anchors or heading in anchors
@@ -101,13 +117,12 @@ def _resolve(
     if not location:
         return "" if _has_anchor(doc, fragment) else f"no heading #{fragment} on this page"
     relative = PurePosixPath(unquote(location))
-    if relative.suffix and relative.suffix.lower() not in (".md", ".rst"):
+    suffix = relative.suffix.lower()
+    if suffix and suffix not in (*PAGE_SUFFIXES, ".html"):
         return ""  # an asset, not a page
     base = root if relative.is_absolute() else path.parent
     file = (base / str(relative).lstrip("/")).resolve()
-    if not relative.suffix:
-        file = file.with_name(file.name + ".md")
-    target = by_file.get(file)
+    target = next((by_file[f] for f in _page_files(file, suffix) if f in by_file), None)
     if target is None:
         return "no such page in the corpus"
     return "" if _has_anchor(target, fragment) else f"no heading #{fragment} in {target.doc.slug}"

@@ -1,14 +1,18 @@
 """A folder tree of Markdown files → Documents (any documentation set).
 
-Rules (README "Seeding"):
-- **Pages**: every `*.md` under the root, at any depth, except hidden paths
-  (`.git/`, `.obsidian/`), files whose name has no lower-case letter
-  (`README.md`, `LICENSE.md`, `SOURCE.md`, `BODY_ONLY_WORDS.md`: they describe
-  the corpus, they are not pages) and the globs of `seeding.ignore`.
+Rules (README "Seeding"; dialects: service/ingest/dialects.py):
+- **Pages**: every `*.md` and `*.mdx` under the root, at any depth, except hidden
+  paths (`.git/`, `.obsidian/`), files at the root whose name has letters but no
+  lower-case one (`README.md`, `LICENSE.md`, `SOURCE.md`, `BODY_ONLY_WORDS.md`:
+  they describe the corpus, they are not pages; `404.md` is a page), a folder's
+  `README.md` next to its `index.md` (MkDocs: index.md wins) and the globs of
+  `seeding.ignore`. Every skipped file is logged once with its reason.
 - **slug**: front matter `slug` or `permalink`, else the path relative to the
-  root without `.md`, each segment lower-cased with every run of characters
+  root without its extension, each segment lower-cased with every run of characters
   outside a–z0–9 turned into one `-` (`Plugins/Command palette.md` →
-  `plugins/command-palette`; Logseq's `A___B.md` → `a-b`). Two files with one
+  `plugins/command-palette`; Logseq's `A___B.md` → `a-b`); a folder's index page
+  (`index.md`, `index.mdx`, `README.md`) takes the folder's slug
+  (`user-guide/README.md` → `user-guide`), the root's `index.md` is `index`. Two files with one
   slug fail the seed naming both, with one exception taken from Logseq, where
   a `title::` property names the page whatever its file is called: a colliding
   outliner page whose `title::` gives another slug takes that one
@@ -26,13 +30,19 @@ Rules (README "Seeding"):
   `alias::` and `tags` / `tags::`. Other keys are ignored, never rejected.
 - **summary**: front matter `summary`, else `description` / `description::`,
   else the first paragraph, else the first block's text.
+- **stub**: a page with nothing to say on its own (only an include line, a
+  directive, a link list, properties or components; dialects.py) is kept for
+  links and `/documents` but marked; one whose body is empty once its dialect is
+  read (a `<Home />` landing page) gets its description, else its title, as text.
 Broken YAML fails the seed naming the file and line; nothing is written.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import hashlib
+import logging
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -45,6 +55,7 @@ import msgspec
 
 from service.domain.types import Document
 from service.flags import SeedingFlags
+from service.ingest.dialects import AUTO, Dialect, detect_dialect, dialect_spec
 from service.ingest.keywords import extract_keywords
 from service.ingest.parse import (
     FrontMatterError,
@@ -64,6 +75,10 @@ from service.ingest.rst import (
 )
 
 SUMMARY_MAX = 300
+INDEX_PAGES = ("index.md", "index.mdx", "readme.md")
+"""A folder's own page (lower-cased names), in precedence order: the folder's slug."""
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +87,8 @@ class CorpusRules:
 
     default_category: str = SeedingFlags().default_category
     ignore: tuple[str, ...] = ()
+    dialect: str = AUTO
+    """`seeding.dialect`: a name of service/ingest/dialects.py, or `auto` (detected per seed)."""
 
 
 class SeedFileError(ValueError):
@@ -149,6 +166,22 @@ def path_slug(relative: PurePosixPath, name: str | None = None) -> str:
     return "/".join(name_slug(p) or "-" for p in parts)
 
 
+def page_slug(relative: PurePosixPath) -> str:
+    """A page's slug from its path: a folder's index page takes the folder's
+    (`guide/index.md`, `user-guide/README.md` → `guide`, `user-guide`); the root's
+    `index.md` is `index`."""
+    if len(relative.parts) > 1 and relative.name.lower() in INDEX_PAGES:
+        return path_slug(relative.parent.with_suffix(".md"))
+    return path_slug(relative)
+
+
+def page_dialect(rules: CorpusRules, seeds_dir: Path) -> Dialect:
+    """The dialect of `rules` (`auto`: detected from the tree, service/ingest/dialects.py)."""
+    if rules.dialect == AUTO:
+        return detect_dialect(seeds_dir, seed_files(seeds_dir, rules, quiet=True))
+    return dialect_spec(rules.dialect).name
+
+
 _SKIPPED_PROPERTIES = ("title", "id", "collapsed", "public", "filters")
 
 
@@ -183,11 +216,16 @@ def _parse_entry(
         if path.suffix == ".rst":  # Sphinx: reStructuredText, read by service/ingest/rst.py
             page = parse_rst_page(text, docname=docname_of(relative), project=project)
         else:
-            page = parse_page(text)
+            page = parse_page(text, page_dialect(rules, seeds_dir), mdx=path.suffix.lower() == ".mdx")
     except (FrontMatterError, RstError) as err:
         raise SeedFileError(path, str(err)) from None
     meta, props = page.meta, page.properties
     content = page.body if page.sections else _properties_text(props)
+    stub = page.stub
+    if not content.strip():
+        # A landing page its generator fills with components: its name and description.
+        content = _string(path, meta, "description") or _string(path, meta, "title") or page.h1 or ""
+        stub = True
     if not content.strip():
         raise SeedFileError(path, "the document has no content")
     name = " ".join(props.get("title", "").split())
@@ -196,7 +234,7 @@ def _parse_entry(
     if not category:
         category = name_slug(relative.parts[0]) if len(relative.parts) > 1 else rules.default_category
     slug = (_string(path, meta, "slug") or _string(path, meta, "permalink")).strip("/")
-    slug = slug or (rst_slug(relative) if path.suffix == ".rst" else path_slug(relative))
+    slug = slug or (rst_slug(relative) if path.suffix == ".rst" else page_slug(relative))
     keywords = _keywords(path, page)
     summary = (
         _string(path, meta, "summary") or _string(path, meta, "description")
@@ -213,6 +251,7 @@ def _parse_entry(
         content_hash=content_hash(
             title=title, category=category, keywords=keywords, summary=summary, content=content
         ),
+        stub=stub,
     ), path=path, page=page)
 
 
@@ -229,22 +268,39 @@ def _keywords(path: Path, page: ParsedPage) -> tuple[str, ...]:
     return _unique([*base, *extra])
 
 
-def seed_files(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Path]:
-    """Pages under `seeds_dir` (module docstring), sorted."""
+def seed_files(seeds_dir: Path, rules: CorpusRules = CorpusRules(), quiet: bool = False) -> list[Path]:
+    """Pages under `seeds_dir` (module docstring), sorted; each skipped file logged once
+    with its reason (`quiet`: not logged, for a second look at the same tree)."""
     if not seeds_dir.is_dir():
         raise FileNotFoundError(f"seeds directory {seeds_dir} does not exist")
     pages: list[Path] = []
-    for path in (p for pattern in ("*.md", "*.rst") for p in seeds_dir.rglob(pattern)):
+    skipped: list[tuple[Path, str]] = []
+    for path in (p for pattern in ("*.md", "*.mdx", "*.rst") for p in seeds_dir.rglob(pattern)):
         relative = path.relative_to(seeds_dir)
         if any(part.startswith(".") for part in relative.parts) or not path.is_file():
             continue
-        if not any(ch.islower() for ch in path.stem):
-            continue  # README, LICENSE, SOURCE: about the corpus, not pages
+        if len(relative.parts) == 1 and _about_the_corpus(path.stem):
+            skipped.append((path, "a note about the corpus at its root (no lower-case letter in its name)"))
+            continue
+        if path.name.lower() == "readme.md" and any(
+            (path.parent / name).is_file() for name in INDEX_PAGES[:2]
+        ):
+            skipped.append((path, "the folder's index.md is its index page (README.md would take the same slug)"))
+            continue
         posix = relative.as_posix()
         if any(fnmatch.fnmatchcase(posix, g) or fnmatch.fnmatchcase(path.name, g) for g in rules.ignore):
+            skipped.append((path, "matches seeding.ignore"))
             continue
         pages.append(path)
+    if not quiet:
+        for path, reason in sorted(skipped):
+            log.info("seed: skipped %s: %s", path.relative_to(seeds_dir).as_posix(), reason)
     return sorted(pages)
+
+
+def _about_the_corpus(stem: str) -> bool:
+    """README, LICENSE, SOURCE: letters but none lower-case (`404` has no letters: a page)."""
+    return any(ch.isalpha() for ch in stem) and not any(ch.islower() for ch in stem)
 
 
 class SeedError(ValueError):
@@ -265,6 +321,9 @@ def parse_corpus(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Co
     parsed: list[CorpusPage] = []
     errors: list[SeedFileError] = []
     files = seed_files(seeds_dir, rules)
+    if rules.dialect == AUTO:  # detected once per seed, not once per page
+        rules = dataclasses.replace(rules, dialect=detect_dialect(seeds_dir, files).value)
+        log.info("seed: %s read as %s (seeding.dialect auto)", seeds_dir, rules.dialect)
     project = project_of_files(seeds_dir, files, _decode)  # `:ref:` labels span pages
     for path in files:
         try:

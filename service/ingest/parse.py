@@ -44,6 +44,18 @@ from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from service.ingest.dialects import (
+    DIALECTS,
+    Anchors,
+    AnchorStyle,
+    Dialect,
+    DialectSpec,
+    github_slug,
+    heading_id,
+    rewrite,
+    strip_attr_lists,
+)
+
 BlockKind = Literal["para", "list", "table", "code"]
 LinkKind = Literal["markdown", "wikilink", "block", "ref"]
 """`ref`: a reStructuredText `:ref:` whose label no page defines (service/ingest/rst.py)."""
@@ -87,7 +99,7 @@ _BLANK_RUNS = re.compile(r"\n{3,}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_`]*(?=\s+[A-Z0-9\"'(\[`*_])")
 _SENTENCE_CLOSERS = "\"')]*_`"
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf", "ch", "fig", "no", "dr", "mr", "mrs", "ms", "st"})
-_ANCHOR_DROP = re.compile(r"[^\w\- ]")
+_HEADING_LINE = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+)?#{1,6}\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +153,9 @@ class ParsedPage:
     links: tuple[Link, ...] = field(default=())
     block_ids: frozenset[str] = frozenset()
     """Outliner block ids (`id:: <uuid>`) that `((uuid))` references point at."""
+    stub: bool = False
+    """Nothing to say on its own: only an include, a directive, links, properties
+    or components (service/ingest/dialects.py `Rewritten.stub`)."""
 
 
 class FrontMatterError(ValueError):
@@ -157,8 +172,7 @@ class FrontMatterError(ValueError):
 
 def anchor_slug(heading: str) -> str:
     """GitHub's heading anchor: lower-case, punctuation out, spaces → '-'."""
-    text = _ANCHOR_DROP.sub("", clean_inline(heading).strip().lower())
-    return text.replace(" ", "-")
+    return github_slug(clean_inline(heading).strip())
 
 
 def sentence_ends(text: str) -> list[int]:
@@ -225,15 +239,19 @@ def clean_inline(text: str) -> str:
     return "".join(out)
 
 
-def clean_markdown(text: str) -> str:
-    """Clean a Markdown fragment for indexing, snippets and context (module doc)."""
+def clean_markdown(text: str, keep_heading_ids: bool = False) -> str:
+    """Clean a Markdown fragment for indexing, snippets and context (module doc).
+
+    Attribute lists (`{#id .cls}`) go, but with `keep_heading_ids` a heading's
+    custom id stays: a page body keeps the anchors its generator gave it, so a
+    later parse of the body alone finds the same sections and anchors."""
     lines: list[str] = []
     prose: list[str] = []
     fence: str | None = None
 
     def flush() -> None:
         if prose:
-            lines.extend(_clean_prose_lines("\n".join(prose)))
+            lines.extend(_clean_prose_lines("\n".join(prose), keep_heading_ids))
             prose.clear()
 
     for line in text.split("\n"):
@@ -291,9 +309,10 @@ def page_of(body: str) -> ParsedPage:
     return page if page is not None else parse_page(body)
 
 
-def parse_page(text: str) -> ParsedPage:
-    """Parse one page (LF line ends expected). Raises FrontMatterError on broken YAML."""
-    return remember(_parse(text))
+def parse_page(text: str, dialect: Dialect = Dialect.markdown, mdx: bool = False) -> ParsedPage:
+    """Parse one page (LF line ends expected) as `dialect` renders it (`mdx`: an `.mdx`
+    page). Raises FrontMatterError on broken YAML."""
+    return remember(_parse(text, dialect, mdx))
 
 
 def remember(page: ParsedPage) -> ParsedPage:
@@ -307,11 +326,22 @@ def remember(page: ParsedPage) -> ParsedPage:
     return page
 
 
+def _front_matter_end(lines: list[str]) -> int:
+    """The line after a leading `---` … `---` block (0 without one): never rewritten."""
+    if lines[0].rstrip() != "---":
+        return 0
+    return next((at + 1 for at in range(1, len(lines)) if lines[at].rstrip() in ("---", "...")), 0)
+
+
 @lru_cache(maxsize=256)
-def _parse(text: str) -> ParsedPage:
+def _parse(text: str, dialect: Dialect = Dialect.markdown, mdx: bool = False) -> ParsedPage:
     """Parse one page (LF line ends expected). Raises FrontMatterError on broken YAML."""
-    tokens = _MD.parse(text)
+    spec = DIALECTS[dialect]
     lines = text.split("\n")
+    head = _front_matter_end(lines)
+    rewritten = rewrite(lines[head:], spec, mdx)
+    lines = lines[:head] + rewritten.lines
+    tokens = _MD.parse("\n".join(lines))
     meta: dict[str, Any] = {}
     start = 0
     if tokens and tokens[0].type == "front_matter":
@@ -322,11 +352,11 @@ def _parse(text: str) -> ParsedPage:
         # front matter rather than a page that starts with a rule.
         raise FrontMatterError("broken front matter: no closing '---' line", 1)
     properties, skip_until = _page_properties(tokens, start, lines)
-    walker = _Walker(lines)
+    walker = _Walker(lines, spec)
     walker.walk(tokens, start, len(tokens), skip_until)
     walker.close()
     body_start = skip_until if skip_until else (tokens[0].map[1] if start and tokens[0].map else 0)
-    body = clean_markdown("\n".join(lines[body_start:]).strip("\n"))
+    body = clean_markdown("\n".join(walker.with_ids()[body_start:]).strip("\n"), keep_heading_ids=True)
     return ParsedPage(
         meta=meta,
         properties=properties,
@@ -334,12 +364,13 @@ def _parse(text: str) -> ParsedPage:
         h1=walker.h1,
         sections=tuple(walker.sections),
         headings=tuple(walker.headings),
-        anchors=frozenset(walker.anchors),
+        anchors=frozenset(walker.anchors | rewritten.anchors),
         plain="\n".join(walker.plain),
         first_paragraph=walker.first_paragraph,
         first_text=walker.first_text,
         links=tuple(_links(tokens, lines)),
         block_ids=frozenset(m.lower() for m in _BLOCK_ID.findall(text)),
+        stub=rewritten.stub,
     )
 
 
@@ -384,15 +415,18 @@ def property_values(value: str) -> list[str]:
 class _Walker:
     """Walks block tokens and collects sections, headings and plain text."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], spec: DialectSpec = DIALECTS[Dialect.markdown]) -> None:
         self.lines = lines
+        self.spec = spec
         self.path: list[str | None] = [None]
         self.anchor = ""
         self.blocks: list[Block] = []
         self.sections: list[Section] = []
         self.headings: list[str] = []
-        self.anchor_counts: dict[str, int] = {}
+        self.slugger = Anchors(spec.anchors)
         self.anchors: set[str] = set()
+        self.ids: dict[int, str] = {}
+        """Line → the anchor a heading there gets that GitHub's rule would not give it."""
         self.plain: list[str] = []
         self.h1: str | None = None
         self.first_paragraph = ""
@@ -404,14 +438,28 @@ class _Walker:
             self.sections.append(Section(tuple(self.path), self.anchor, tuple(self.blocks)))
         self.blocks = []
 
-    def heading(self, level: int, inline: Token) -> str:
-        text = " ".join(_plain(inline).split())
+    def with_ids(self) -> list[str]:
+        """The page's lines, each heading whose anchor GitHub's rule would not compute
+        given it as a custom id (`## server.host {#server-host}`)."""
+        lines = list(self.lines)
+        for at, anchor in self.ids.items():
+            lines[at] = f"{lines[at].rstrip()} {{#{anchor}}}"
+        return lines
+
+    def register(self, inline: Token) -> tuple[str, str]:
+        """A heading's text and anchor (custom id, else the dialect's rule)."""
+        explicit = heading_id(_heading_source(inline, clean=False))[1]
+        text = " ".join(_heading_source(inline).split())
         self.headings.append(text)
-        slug = anchor_slug(text)
-        count = self.anchor_counts.get(slug, 0)
-        self.anchor_counts[slug] = count + 1
-        anchor = slug if count == 0 else f"{slug}-{count}"
+        anchor = self.slugger.add(text, explicit)
         self.anchors.add(anchor)
+        if explicit is None and self.spec.anchors is not AnchorStyle.github and inline.map is not None \
+                and anchor != github_slug(text):
+            self.ids[inline.map[0]] = anchor
+        return text, anchor
+
+    def heading(self, level: int, inline: Token) -> str:
+        text, anchor = self.register(inline)
         if level == 1 and self.h1 is None:
             self.h1 = text
         if level > SECTION_LEVELS:
@@ -471,6 +519,9 @@ class _Walker:
             elif kind in ("blockquote_open", "html_block", "hr"):
                 if token.map is not None:
                     self.add("para", token, _plain_range(tokens, i, close))
+                for j in range(i, close):  # `> #### custom_dir` is a heading with an anchor too
+                    if tokens[j].type == "heading_open":
+                        self.register(tokens[j + 1])
             elif kind == "footnote_block_open":
                 self.footnotes(tokens, i, close)
             i = close + 1
@@ -590,6 +641,20 @@ def _plain(inline: Token) -> str:
     return _clean_prose_inline("".join(parts), plain=True)
 
 
+def _heading_source(inline: Token, clean: bool = True) -> str:
+    """A heading's text as its generator slugs it: inline code kept as written
+    (`<Badge>` too), markup and attribute lists out (`clean`)."""
+    parts: list[str] = []
+    for child in inline.children or ():
+        if child.type == "text":
+            parts.append(_clean_prose_inline(child.content, plain=True) if clean else child.content)
+        elif child.type == "code_inline":
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return "".join(parts)
+
+
 def _plain_range(tokens: Sequence[Token], i: int, close: int) -> str:
     return "\n".join(_plain(t) for t in tokens[i:close] if t.type == "inline")
 
@@ -629,7 +694,7 @@ def _clean_prose_inline(text: str, plain: bool = False) -> str:
     text = _WIKILINK.sub(lambda m: wikilink_label(m.group(1)), text)
     text = _BLOCK_REF.sub("", text)
     text = _HTML_TAG.sub("", text)
-    return text
+    return strip_attr_lists(text)
 
 
 def wikilink_label(inner: str) -> str:
@@ -640,10 +705,15 @@ def wikilink_label(inner: str) -> str:
     return f"{page} > {heading}" if page and heading else page or heading
 
 
-def _clean_prose_lines(text: str) -> list[str]:
+def _clean_prose_lines(text: str, keep_heading_ids: bool = False) -> list[str]:
     text = _HTML_COMMENT.sub("", text)
     out: list[str] = []
     for line in text.split("\n"):
+        if keep_heading_ids and _HEADING_LINE.match(line):
+            line, custom = heading_id(line)
+            if custom is not None:
+                out.append(f"{clean_inline(line).rstrip()} {{#{custom}}}")
+                continue
         if _PROPERTY_LINE.match(line) or _ORG_MARKER.match(line):
             continue
         callout = _CALLOUT.match(line)

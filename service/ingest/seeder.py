@@ -87,7 +87,8 @@ class SeedOptions:
     @classmethod
     def from_flags(cls, flags: Flags) -> SeedOptions:
         s = flags.seeding
-        return cls(CorpusRules(default_category=s.default_category, ignore=s.ignore), s.broken_links)
+        return cls(CorpusRules(default_category=s.default_category, ignore=s.ignore, dialect=s.dialect),
+                   s.broken_links)
 
 
 def prepare(seeds_dir: Path, chunker: Chunker, options: SeedOptions) -> tuple[list[Document], list[Chunk], list[str]]:
@@ -128,29 +129,30 @@ async def _sync_documents(
     conn: Conn, docs: Sequence[Document]
 ) -> tuple[SeedCounts, int]:
     """Returns the counts and how many chunks went with deleted documents."""
+    # The stub mark is compared too: a better reading of a dialect changes it, not the text.
     stored = {
-        r["slug"]: r["content_hash"]
-        for r in await conn.fetch("select slug, content_hash from docs_knowledge")
+        r["slug"]: (r["content_hash"], r["stub"])
+        for r in await conn.fetch("select slug, content_hash, stub from docs_knowledge")
     }
     new = [d for d in docs if d.slug not in stored]
-    changed = [d for d in docs if d.slug in stored and stored[d.slug] != d.content_hash]
+    changed = [d for d in docs if d.slug in stored and stored[d.slug] != (d.content_hash, d.stub)]
     gone = sorted(set(stored) - {d.slug for d in docs})
     if new:
         await conn.executemany(
             """insert into docs_knowledge
-                   (slug, category, title, summary, content, keywords, content_hash)
-               values ($1, $2, $3, $4, $5, $6, $7)""",
+                   (slug, category, title, summary, content, keywords, content_hash, stub)
+               values ($1, $2, $3, $4, $5, $6, $7, $8)""",
             [(d.slug, d.category, d.title, d.summary, d.content, list(d.keywords),
-              d.content_hash) for d in new],
+              d.content_hash, d.stub) for d in new],
         )
     if changed:
         await conn.executemany(
             """update docs_knowledge
                   set category = $2, title = $3, summary = $4, content = $5, keywords = $6,
-                      content_hash = $7, version = version + 1, updated_at = now()
+                      content_hash = $7, stub = $8, version = version + 1, updated_at = now()
                 where slug = $1""",
             [(d.slug, d.category, d.title, d.summary, d.content, list(d.keywords),
-              d.content_hash) for d in changed],
+              d.content_hash, d.stub) for d in changed],
         )
     orphaned = 0
     if gone:

@@ -38,6 +38,12 @@ class CorpusIndexes:
         # Once per snapshot: phase 3 asks for every candidate page of every query.
         return {slug: len(doc.content.strip()) for slug, doc in self.documents_by_slug.items()}
 
+    def is_stub(self, slug: str) -> bool:
+        """A page with nothing to say on its own (only an include, a directive, links or
+        properties; `Document.stub`, marked at seed): never the answer or an option alone."""
+        doc = self.documents_by_slug.get(slug)
+        return doc is not None and doc.stub
+
     def page_chars(self, slug: str) -> int:
         """Characters of a page's text (0 for a page this snapshot does not hold)."""
         return self._page_lengths.get(slug, 0)

@@ -36,15 +36,29 @@ def _first_word_start(lowered: str, term: str) -> int | None:
     return None
 
 
+def _head(text: str) -> str:
+    """The text's opening, cut at a word boundary."""
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    return text[:SNIPPET_CHARS].rsplit(" ", 1)[0] + " …"
+
+
 def make_snippet(text: str, terms: Sequence[str], fallback: str = "", lowered: str | None = None) -> str:
-    """A window of plain text around the first matched term, cut at word boundaries.
+    """A window of plain text around the first matched term, cut at word boundaries;
+    with no term in it, its opening (`fallback`, the page summary, only when a term is
+    in the summary or the text is empty).
 
     `lowered` is `text.lower()` when the caller has it already (units keep it).
     """
     lowered = text.lower() if lowered is None else lowered
     positions = [p for t in terms if (p := _first_word_start(lowered, t)) is not None]
     if not positions:
-        return fallback or text[:SNIPPET_CHARS].rsplit(" ", 1)[0]
+        # The matched unit's own text, never the page summary unless a term is in it
+        # (the words matched a title or keyword) or the unit has no text at all.
+        summary_lower = fallback.lower()
+        if fallback and any(_first_word_start(summary_lower, t) is not None for t in terms):
+            return fallback
+        return _head(text) or fallback
     start = max(0, min(positions) - SNIPPET_CHARS // 3)
     if start:
         start = text.find(" ", start) + 1

@@ -1,0 +1,1 @@
+alter table docs_knowledge drop column if exists stub;
