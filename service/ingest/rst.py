@@ -60,6 +60,7 @@ from service.ingest.parse import (
     Link,
     ParsedPage,
     Section,
+    anchor_slug,
     name_slug,
     remember,
 )
@@ -167,10 +168,12 @@ _PRIVATE = re.compile("[\ue000\ue001]")
 
 
 def _split_title(text: str) -> tuple[str | None, str]:
+    """`text <target>` → (text, target), `target` → (None, target); whitespace runs (a role
+    wrapped over lines) become one space."""
     match = _EXPLICIT_TITLE.match(text)
     if match is None:
-        return None, utils.unescape(text).strip()
-    return utils.unescape(match.group(1)).strip(), utils.unescape(match.group(2)).strip()
+        return None, " ".join(utils.unescape(text).split())
+    return " ".join(utils.unescape(match.group(1)).split()), " ".join(utils.unescape(match.group(2)).split())
 
 
 RoleResult = tuple[list[nodes.Node], list[nodes.system_message]]
@@ -226,7 +229,11 @@ def _text_role(style: str) -> Callable[..., RoleResult]:
 
 
 class _AnyOptions(dict[str, Callable[[str], Any]]):
-    """Every option is accepted (as its text): an unknown option never fails a directive."""
+    """Every option is accepted (as its text): an unknown option never fails a directive.
+    Never empty: docutils reads options only when a directive has some."""
+
+    def __init__(self) -> None:
+        super().__init__(name=directives.unchanged, **{"class": directives.unchanged})
 
     def __missing__(self, key: str) -> Callable[[str], Any]:
         return directives.unchanged
@@ -247,11 +254,12 @@ class _Skip(Directive):
 
 
 class _Keep(_Skip):
-    """Content kept as the page's own (`only`, tabs, cards …); an argument is its title."""
+    """Content kept as the page's own (`only`, tabs, cards …); an argument is its title
+    (not for `only` / `ifconfig`, whose argument is a build condition)."""
 
     def run(self) -> list[nodes.Node]:
         box = nodes.container()
-        if self.arguments:
+        if self.arguments and self.name not in ("only", "ifconfig"):
             text, _ = self.state.inline_text(self.arguments[0], self.lineno)
             box += nodes.rubric(self.arguments[0], "", *text)
         self.state.nested_parse(self.content, self.content_offset, box)
@@ -294,8 +302,10 @@ _VERSION_LABELS = {
 class _Versioned(_Skip):
     """`versionadded:: 2.1 text`: Sphinx shows "Added in version 2.1: text"."""
 
+    required_arguments = 1
+
     def run(self) -> list[nodes.Node]:
-        version, _, text = (self.arguments[0] if self.arguments else "").partition(" ")
+        version, text = self.arguments[0], self.arguments[1] if len(self.arguments) > 1 else ""
         node = _Callout(label=_VERSION_LABELS[self.name].format(version.strip()))
         if text.strip():
             inline, _ = self.state.inline_text(" ".join(text.split()), self.lineno)
@@ -382,6 +392,10 @@ def _register() -> None:
 
 _register()
 
+LINE_LENGTH_LIMIT = 100_000
+"""docutils refuses a page with a longer line (its default, 10,000, drops ordinary pages with a
+long generated line; inline parsing time grows faster than linearly: 1.2 s for 100,000)."""
+
 # Sphinx's docutils settings where they change the doctree (no doctitle
 # promotion: the first section stays a section; `id1`… for repeated titles),
 # and nothing read, written or raised on a bad page.
@@ -392,17 +406,22 @@ for _key, _value in {
     "auto_id_prefix": "id", "smart_quotes": False, "syntax_highlight": "none",
     "pep_references": None, "rfc_references": None, "warning_stream": None,
     "input_encoding": "utf-8", "exit_status_level": 5, "traceback": True,
+    "line_length_limit": LINE_LENGTH_LIMIT,
 }.items():
     setattr(_SETTINGS, _key, _value)
 
 
 def _doctree(text: str) -> nodes.document:
     try:
-        return publish_doctree(text, settings=copy.copy(_SETTINGS))
+        document = publish_doctree(text, settings=copy.copy(_SETTINGS))
     except RecursionError:
         raise RstError("reStructuredText nested too deeply to read") from None
     except Exception as err:  # a parser bug on odd input: the page's reason, not a failed seed
         raise RstError(f"reStructuredText could not be read ({type(err).__name__}: {err})") from None
+    if any(isinstance(c, nodes.system_message) and "line-length-limit" in c.astext()
+           for c in document.children):  # docutils then returns nothing of the page
+        raise RstError(f"a line longer than {LINE_LENGTH_LIMIT:,} characters")
+    return document
 
 
 # --- labels -----------------------------------------------------------------------
@@ -486,15 +505,33 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line.strip() else line.rstrip() for line in text.split("\n"))
 
 
+_UNRESOLVED = re.compile(
+    r"^(?::[\w.:+-]+:)?`(?P<inner>.+)`(?::[\w.:+-]+:)?_{0,2}$|^(?P<name>[\w.-]+)_{1,2}$", re.DOTALL)
+
+
+def _problematic_text(raw: str) -> str:
+    """What a reader sees of markup docutils could not resolve: an unknown role's text, a
+    reference's words; an undefined substitution (`|version|`, set in conf.py) reads as nothing."""
+    match = _UNRESOLVED.match(raw)
+    if match is None:
+        return ""
+    if match["name"]:
+        return str(match["name"])
+    title, target = _split_title(match["inner"])
+    return title or target
+
+
 def _plain_of(node: nodes.Node) -> str:
     """The words a reader sees, without code (as the Markdown reader's plain text)."""
     if isinstance(node, nodes.Text):
         return node.astext()  # backslash-escapes resolved
     if isinstance(node, (*_SKIP_NODES, nodes.literal_block, nodes.doctest_block, nodes.math_block,
-                         nodes.problematic, _TocTree)):
+                         _TocTree)):
         return ""
     if isinstance(node, nodes.literal):
         return " "
+    if isinstance(node, nodes.problematic):
+        return _problematic_text(node.astext())
     if isinstance(node, _XRef):
         return node.astext()
     assert isinstance(node, nodes.Element)
@@ -546,7 +583,12 @@ class _Renderer:
     def section(self, node: nodes.section, depth: int) -> None:
         title = node[0] if node.children and isinstance(node[0], nodes.title) else None
         text = " ".join(_plain_of(title).split()) if title is not None else ""
+        anchor = node["ids"][0] if node["ids"] else ""
         heading = "#" * min(depth, 6) + " " + (self.inline(title) if title is not None else "")
+        if anchor and anchor != anchor_slug(text):
+            # The id as a custom heading id: the body read again as Markdown (the
+            # chunker, when its parse cache has let this page go) finds the same anchor.
+            heading += f" {{#{anchor}}}"
         self.headings.append(text)
         self.body.append(heading)
         if self.h1 is None:
@@ -558,7 +600,7 @@ class _Renderer:
             self.close()
             del self.path[depth - 1 :]
             self.path.append(text)
-            self.anchor = node["ids"][0] if node["ids"] else ""
+            self.anchor = anchor
         for child in node.children[1 if title is not None else 0 :]:
             self.element(child, depth)
 
@@ -737,7 +779,9 @@ class _Renderer:
     def inline(self, node: nodes.Node) -> str:
         if isinstance(node, nodes.Text):
             return _escape(node.astext())
-        if isinstance(node, (*_SKIP_NODES, nodes.problematic)):
+        if isinstance(node, nodes.problematic):
+            return _escape(_problematic_text(node.astext()))
+        if isinstance(node, _SKIP_NODES):
             return ""
         if isinstance(node, nodes.literal):
             return _code_span(node.astext())
