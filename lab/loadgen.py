@@ -1,4 +1,4 @@
-"""A loopback HTTP load generator and the `python -m service load` benchmark.
+"""A loopback HTTP load generator and the `python -m lab load` benchmark.
 
 `run_load` keeps `concurrency` requests in flight against one path for
 `duration_s` seconds (and at most `max_requests`), each worker on one raw

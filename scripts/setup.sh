@@ -22,5 +22,5 @@ fi
 # torch first and pinned: the CPU build of 2.13.0 is on local disk; letting the
 # resolver choose would download several GB of CUDA wheels.
 "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
-"$VENV/bin/python" -m pip install --quiet -e '.[test,eval]'
+"$VENV/bin/python" -m pip install --quiet -e '.[test,eval,lab]'
 echo "$want" > "$STAMP"

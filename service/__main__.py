@@ -1,8 +1,9 @@
 """`python -m service <command>`: the single entry point.
 
 Subcommands are registered through COMMANDS: a registrar adds its subparser
-and sets `handler(args, settings) -> exit code`. Add `replay`, `eval`, `bench`
-by writing a registrar in their own module and listing it in COMMANDS.
+and sets `handler(args, settings) -> exit code`. A new command writes a registrar
+in its own module and is listed in COMMANDS. The research instruments
+(`eval`, `eval-kinds`, `bench`, `load`, `adapt-model`) are `python -m lab`.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from service.flags import FlagError
     from service.ingest.tokens import ModelNotFoundError
     from service.normalize.lexicon import SynonymError
-    from service.scoring.glossary import GlossaryError
+    from service.scoring.tier1_cache import GlossaryError
     from service.state import get_state
 
     settings = settings.with_overrides(host=args.host, port=args.port, data_dir=args.data_dir)
@@ -204,28 +205,6 @@ def _add_replay(sub: SubParsers) -> None:
     replay_command.add_parser(sub)
 
 
-def _add_load(sub: SubParsers) -> None:
-    from service import loadgen
-
-    loadgen.add_parser(sub)
-
-
-def _add_eval(sub: SubParsers) -> None:
-    from service.evaluation import command
-
-    command.add_parser(sub)
-
-
-def _add_eval_kinds(sub: SubParsers) -> None:
-    from service.evaluation import kinds
-
-    kinds.add_parser(sub)
-
-
-def _add_adapt_model(sub: SubParsers) -> None:
-    from service.adapt import command
-
-    command.add_parser(sub)
 def _add_decisions(sub: SubParsers) -> None:
     from service.evaluation import decisions
 
@@ -238,26 +217,15 @@ def _add_export_goldens(sub: SubParsers) -> None:
     command.add_parser(sub)
 
 
-def _add_bench(sub: SubParsers) -> None:
-    from service.bench import command
-
-    command.add_parser(sub)
-
-
 COMMANDS: dict[str, Registrar] = {
     "serve": _add_serve,
     "mcp": _add_mcp,
     "migrate": _add_migrate,
     "seed": _add_seed,
     "replay": _add_replay,
-    "eval": _add_eval,
-    "eval-kinds": _add_eval_kinds,
-    "adapt-model": _add_adapt_model,
-    "eval-decisions": _add_decisions,
-    "bench": _add_bench,
-    "load": _add_load,
+    "eval-decisions": _add_decisions,  # and fit-decisions
     "export-goldens": _add_export_goldens,
-    # "eval": ..., "bench": ...  (added by later issues)
+    # The research instruments (eval, eval-kinds, bench, load, adapt-model) are `python -m lab`.
 }
 
 
@@ -291,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command != "serve":
         # Python's default SIGTERM ends the process without unwinding, which would
-        # leave an embedded PostgreSQL (eval, bench, seed) running; exit properly.
+        # leave an embedded PostgreSQL (seed, eval-decisions) running; exit properly.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         return handler(args, settings)

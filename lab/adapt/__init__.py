@@ -1,1 +1,1 @@
-"""`python -m service adapt-model`: fine-tune the embedding model on pairs mined from the corpus (issue 19)."""
+"""`python -m lab adapt-model`: fine-tune the embedding model on pairs mined from the corpus (issue 19)."""

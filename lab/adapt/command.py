@@ -1,4 +1,4 @@
-"""`python -m service adapt-model [--seeds-dir D] [--epochs N] [--queries FILE ...]`.
+"""`python -m lab adapt-model [--seeds-dir D] [--epochs N] [--queries FILE ...]`.
 
 1. Parse and chunk the corpus with the seeder (as the service does).
 2. Mine (anchor, passage) pairs from it (pairs.py) and fine-tune the
@@ -54,8 +54,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from service.adapt.pairs import mine_pairs
-    from service.adapt.train import TrainOptions, next_version_dir, train
+    from lab.adapt.pairs import mine_pairs
+    from lab.adapt.train import TrainOptions, next_version_dir, train
     from service.flags import load_flags
     from service.ingest.markdown import SeedError
     from service.ingest.seeder import SeedOptions, default_chunker, prepare
@@ -91,11 +91,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def compare(settings: Settings, flags: Any, queries: Path, base: Path, adapted: Path) -> None:
     """Phase 3 per kind for both models on one labelled set."""
+    from lab.evaluation.kinds import corpus_dir, corpus_of, format_kinds, run_kinds
     from service.db.server import run_with_database
     from service.embedding.backends import load_embedder, onnx_cache_dir
     from service.evaluation.cache import CachedEmbedder
-    from service.evaluation.command import CACHE_DIR
-    from service.evaluation.kinds import corpus_dir, corpus_of, format_kinds, run_kinds
+    from service.evaluation.harness import CACHE_DIR
     from service.evaluation.labelled import load_query_set
 
     cases = load_query_set(queries)

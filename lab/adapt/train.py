@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from service.adapt.pairs import Pair, batches
+from lab.adapt.pairs import Pair, batches
 
 MANIFEST = "adaptation.json"
 

@@ -1,1 +1,1 @@
-"""`python -m service bench`: latency, throughput and scale."""
+"""`python -m lab bench`: latency, throughput and scale."""

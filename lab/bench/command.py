@@ -1,4 +1,4 @@
-"""`python -m service bench [--quick] [--out bench/results]`.
+"""`python -m lab bench [--quick] [--out lab/results]`.
 
 1. In-process latency per phase over repetitions of the golden queries
    (`tests/golden/navigation.yaml`) through `Pipeline.run`, with the query
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from service.bench.golden_queries import golden_queries
+from lab.bench.golden_queries import golden_queries
 from service.db.embedded import free_port
 from service.db.server import run_with_database
-from service.evaluation.command import say
+from service.evaluation.harness import say
 from service.flags import Flags, load_flags
 from service.settings import PROJECT_ROOT, Settings
 from service.stats import summary
@@ -42,34 +42,34 @@ from service.stats import summary
 async def build_pipeline(pool: Any, settings: Settings, flags: Flags, embedder: Any, cache_size: int) -> Any:
     from service.db.repo import load_chunks, load_documents
     from service.embedding.batcher import QueryBatcher
-    from service.normalize.lexicon import load_synonyms
-    from service.pipeline import Pipeline, SemanticLeg
-    from service.scoring.glossary import Glossary, load_glossary
+    from service.pipeline import SemanticLeg
     from service.scoring.semantic import QueryEmbeddingCache
-
-    glossary_file = settings.seeds_dir / "core_concepts.yaml"
-    glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
-    pipeline = Pipeline(glossary=glossary, synonyms=load_synonyms(settings.seeds_dir / "synonyms.yaml"),
-                        flags=lambda: flags)
-    pipeline.load_corpus(await load_documents(pool), await load_chunks(pool), 1)
+    from service.wiring import make_pipeline
 
     async def model() -> str | None:
         return str(embedder.model_name)
 
     batcher = QueryBatcher(embedder, lambda: flags.embedding)
-    pipeline.semantic = SemanticLeg(embedder=batcher, cache=QueryEmbeddingCache(cache_size),
-                                    pool=lambda: pool, model=model)
+    leg = SemanticLeg(embedder=batcher, cache=QueryEmbeddingCache(cache_size), pool=lambda: pool, model=model)
+    pipeline = make_pipeline(settings.seeds_dir, lambda: flags, semantic=lambda: leg)
+    pipeline.load_corpus(await load_documents(pool), await load_chunks(pool), 1)
     return pipeline
+
+
+def _semantic_leg(pipeline: Any) -> Any:
+    """The leg `build_pipeline` gave phase 3's tier, whose query cache the runs below swap."""
+    return pipeline.hybrid_tier.semantic()
 
 
 async def latency(pipeline: Any, flags: Flags, queries: list[str], reps: int) -> dict[str, Any]:
     from service.pipeline import RetrieveParams, TierContext
     from service.scoring.semantic import QueryEmbeddingCache
 
+    leg = _semantic_leg(pipeline)
     out: dict[str, Any] = {}
     for phase in (1, 2, 3):
         for cache in (("off", "on") if phase == 3 else ("on",)):
-            pipeline.semantic.cache = QueryEmbeddingCache(0 if cache == "off" else 1024)
+            leg.cache = QueryEmbeddingCache(0 if cache == "off" else 1024)
             if cache == "on":
                 for q in queries:  # warm
                     await pipeline.run(RetrieveParams(q, phase_cap=phase), flags)
@@ -83,14 +83,14 @@ async def latency(pipeline: Any, flags: Flags, queries: list[str], reps: int) ->
                         pass  # a phase may answer from the Tier-1 cache (phase 0); counted as is
             out[f"phase {phase}" + (f" (query cache {cache})" if phase == 3 else "")] = summary(times)
     split: dict[str, list[float]] = {"embed_ms": [], "vector_search_ms": [], "fusion_ms": []}
-    pipeline.semantic.cache = QueryEmbeddingCache(0)
+    leg.cache = QueryEmbeddingCache(0)
     for _ in range(max(1, reps // 2)):
         for q in queries:
             query, notes = pipeline.normalise(q, flags)
-            ctx = TierContext(query=query, notes=notes, params=RetrieveParams(q), flags=flags, top_k=3)
-            outcome = await pipeline.phase3(ctx)
+            ctx = TierContext(query=query, notes=notes, category=None, flags=flags, top_k=3)
+            candidates = await pipeline.hybrid_tier.run(ctx)
             for key in split:
-                split[key].append(float(outcome.stats[key]))
+                split[key].append(float(candidates.stats[key]))
     out["phase 3 split (cache off)"] = {k: summary(v) for k, v in split.items()}
     return out
 
@@ -132,7 +132,7 @@ async def conversation_latency(pipeline: Any, flags: Flags, queries: list[str], 
 
 
 async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
-    from service.loadgen import run_load
+    from lab.loadgen import run_load
     from service.readiness import wait_url_ready
 
     port = free_port()
@@ -151,7 +151,7 @@ async def http_bench(seconds: float, levels: list[int]) -> dict[str, Any]:
 
         server = psutil.Process(proc.pid)
 
-        from service.bench.http import QuestionSource, labelled_questions
+        from lab.bench.http import QuestionSource, labelled_questions
 
         source = QuestionSource(labelled_questions())
 
@@ -290,7 +290,7 @@ async def _fresh(admin_dsn: str, name: str, settings: Settings) -> str:
     import asyncpg
 
     from service.db.migrate import migrate_up
-    from service.evaluation.command import with_database
+    from service.evaluation.harness import with_database
 
     conn = await asyncpg.connect(admin_dsn)
     try:
@@ -418,7 +418,7 @@ def add_parser(sub: Any) -> None:
                        description="In-process latency per phase, HTTP load at concurrency 1/16/64, "
                        "synthetic 10k/100k-chunk scale; writes bench.md, bench.json and PNGs.")
     p.add_argument("--quick", action="store_true", help="fewer repetitions, 10k only, 2 s per HTTP level")
-    p.add_argument("--out", type=Path, default=Path("bench/results"))
+    p.add_argument("--out", type=Path, default=Path("lab/results"))
     p.add_argument("--no-http", action="store_true")
     p.add_argument("--telemetry", action="store_true",
                    help="only the cost of the HTTP and database instrumentation (on vs off, alternating)")
@@ -428,11 +428,11 @@ def add_parser(sub: Any) -> None:
                    help="only the embedding backends: cosine to torch, query batches, chunks/s, RSS")
     p.add_argument("--http", action="store_true",
                    help="only phase 2 vs phase 3 over HTTP with a new question on every request "
-                   "(service/bench/http.py): ratio, p99/p50, errors; writes http.md / http.json")
+                   "(lab/bench/http.py): ratio, p99/p50, errors; writes http.md / http.json")
     p.add_argument("--seconds", type=float, default=8.0, help="--http: seconds per row (default 8)")
     p.add_argument("--levels", default="1,16,64", help="--http: client counts (default 1,16,64)")
     p.add_argument("--wrk", action="store_true",
-                   help="cross-check service/loadgen.py against wrk: phase 2 and 3 at --wrk-clients, "
+                   help="cross-check lab/loadgen.py against wrk: phase 2 and 3 at --wrk-clients, "
                    "new questions, back to back on one server; writes wrk.json")
     p.add_argument("--wrk-clients", type=int, default=16)
     p.add_argument("--variant", action="append", default=[],
@@ -447,7 +447,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.telemetry:
         return run_telemetry(args, settings)
     if args.wrk:
-        from service.bench.http import crosscheck_wrk
+        from lab.bench.http import crosscheck_wrk
 
         result = asyncio.run(crosscheck_wrk(args.seconds, args.wrk_clients))
         args.out.mkdir(parents=True, exist_ok=True)
@@ -456,7 +456,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{phase} c={args.wrk_clients}: wrk {row['wrk']} | loadgen {row['loadgen']} | load {row['load_avg']}")
         return 0
     if args.http:
-        from service.bench.http import run_http
+        from lab.bench.http import run_http
 
         levels = [int(x) for x in args.levels.split(",") if x.strip()]
         print(run_http(args.variant, levels, args.seconds, args.out))
@@ -475,7 +475,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_telemetry(args: argparse.Namespace, settings: Settings) -> int:
-    from service.bench.telemetry import overhead, write
+    from lab.bench.telemetry import overhead, write
 
     data_dir = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     local = settings.with_overrides(data_dir=data_dir / "pg")
@@ -486,7 +486,7 @@ def run_telemetry(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_embedding(args: argparse.Namespace, settings: Settings, flags: Flags) -> int:
-    from service.bench.embedding import compare, table
+    from lab.bench.embedding import compare, table
     from service.embedding.backends import onnx_cache_dir
 
     results = compare(settings.seeds_dir, flags.chunking.max_tokens, onnx_cache_dir(settings.data_dir), args.quick)

@@ -1,4 +1,4 @@
-"""`python -m service bench --embedding`: the embedding backends side by side.
+"""`python -m lab bench --embedding`: the embedding backends side by side.
 
 One run, one backend at a time, each in its own process (so its resident
 memory is its own and PyTorch is not loaded for the ONNX ones):
@@ -95,7 +95,7 @@ def compare(seeds_dir: Path, max_tokens: int, cache_dir: Path, quick: bool) -> d
     with tempfile.TemporaryDirectory(prefix="bench-embedding-") as tmp:
         for backend in BACKENDS:
             vectors = Path(tmp) / f"{backend}.npy"
-            args = [sys.executable, "-m", "service.bench.embedding", backend, str(seeds_dir), str(max_tokens),
+            args = [sys.executable, "-m", "lab.bench.embedding", backend, str(seeds_dir), str(max_tokens),
                     str(cache_dir), str(vectors), "2" if quick else "10"]
             done = subprocess.run(args, capture_output=True, text=True, check=False)
             if done.returncode != 0:

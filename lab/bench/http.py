@@ -1,7 +1,7 @@
-"""`python -m service bench --http`: phase 2 against phase 3 over HTTP, one run.
+"""`python -m lab bench --http`: phase 2 against phase 3 over HTTP, one run.
 
 A server started as the README does (`python -m service serve`), loaded on
-loopback by `service/loadgen.py` at each concurrency level, phase 2 then
+loopback by `lab/loadgen.py` at each concurrency level, phase 2 then
 phase 3 back to back (same machine state, so the ratio means something on a
 shared box), every request with a question text never sent before in the run
 (the query-embedding cache cannot answer it). The questions are the labelled
@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from service.evaluation.command import say
+from service.evaluation.harness import say
 from service.flags import apply_overrides, load_flags
 from service.settings import PROJECT_ROOT
 
@@ -135,7 +135,7 @@ def _row(report: Any, phase: int) -> dict[str, Any]:
 async def compare_phases(url: str, levels: list[int], seconds: float, source: QuestionSource,
                          golden: list[str], pid: int) -> dict[str, Any]:
     """Phase 2 then phase 3 at each level with new questions, then the cache-on row."""
-    from service.loadgen import run_load
+    from lab.loadgen import run_load
 
     out: dict[str, Any] = {}
     for c in levels:
@@ -268,10 +268,10 @@ def _wrk_figures(text: str) -> dict[str, Any]:
 
 
 async def crosscheck_wrk(seconds: float, clients: int) -> dict[str, Any]:
-    """The same rows by `wrk` and by service/loadgen.py, back to back on one server."""
+    """The same rows by `wrk` and by lab/loadgen.py, back to back on one server."""
     import shutil
 
-    from service.loadgen import run_load
+    from lab.loadgen import run_load
 
     wrk = shutil.which("wrk")
     if wrk is None:
@@ -337,7 +337,7 @@ def run_http(variants: list[str], levels: list[int], seconds: float, out_dir: Pa
     import json
     import logging
 
-    from service.bench.golden_queries import golden_queries
+    from lab.bench.golden_queries import golden_queries
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per readiness poll otherwise
     parsed = [parse_variant(v) for v in variants] or [("default", {})]

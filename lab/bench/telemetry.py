@@ -1,4 +1,4 @@
-"""`python -m service bench --telemetry`: what the HTTP and database instrumentation costs.
+"""`python -m lab bench --telemetry`: what the HTTP and database instrumentation costs.
 
 Two apps on one freshly seeded database, identical but for `http_telemetry`
 (OpenTelemetry's ASGI middleware and asyncpg instrumentation, app.py), answer

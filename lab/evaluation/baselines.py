@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from service.evaluation.beir import BeirDataset
+from lab.evaluation.beir import BeirDataset
 from service.evaluation.cache import CachedEmbedder
 
 BM25_K1 = 1.5

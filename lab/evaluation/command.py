@@ -1,4 +1,4 @@
-"""`python -m service eval --dataset DIR [--phase 1|2|3|all] [--k 100] [--json FILE]`.
+"""`python -m lab eval --dataset DIR [--phase 1|2|3|all] [--k 100] [--json FILE]`.
 
 1. Load a BEIR-layout dataset (beir.py).
 2. Isolation: its own database `eval_<dataset>` on the same server as the
@@ -12,7 +12,7 @@
    the in-memory keyword indexes with the flags' lexical scorer (phase 1
    documents, phase 2 chunks), and for phase 3 the service's own
    `HybridRetriever` (`Pipeline.hybrid()`: keyword leg + pgvector semantic leg
-   + fusion + de-duplication, exactly as `Pipeline.phase3` runs it). What is
+   + fusion + de-duplication, exactly as phase 3's tier runs it). What is
    bypassed: the API layer (top_k is capped there) and the decision rules
    (eval ranks, it does not answer/clarify); documents are ranked by their
    best chunk. Each leg hands max(k, candidate_pool) candidates to fusion.
@@ -24,28 +24,26 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from lab.evaluation.beir import BeirDataset, DatasetError, load_beir
+from lab.evaluation.metrics import METRICS, evaluate
 from service.db.server import run_with_database
 from service.domain.types import Chunk, Document, Evidence, NormalizedQuery
-from service.evaluation.beir import BeirDataset, DatasetError, load_beir
-from service.evaluation.metrics import METRICS, evaluate
+from service.evaluation.harness import database_name, load_cached_embedder, prepare_database, say
 from service.flags import Flags, LexicalFlags, apply_overrides, load_flags
-from service.settings import PROJECT_ROOT, Settings
+from service.settings import Settings
 
 if TYPE_CHECKING:
     from service.pipeline import Pipeline
     from service.scoring.hybrid import HybridLegs, HybridRetriever
 
-CACHE_DIR = PROJECT_ROOT / ".cache" / "embeddings"
 EVAL_CATEGORY = "beir"
 """Every IR-evaluation page's category (any slug-like name: categories are the corpus's own)."""
 SLUG_PREFIX = "beir/"
@@ -70,19 +68,6 @@ class Progress:
         say(f"{self.label}: {done}/{self.total} ({rate:.1f}/s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s)")
 
 
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def database_name(dataset: str) -> str:
-    return "eval_" + (re.sub(r"[^a-z0-9_]+", "_", dataset.lower()).strip("_") or "dataset")[:40]
-
-
-def with_database(dsn: str, database: str) -> str:
-    parts = urlsplit(dsn)
-    return urlunsplit(parts._replace(path=f"/{database}"))
-
-
 def to_documents(dataset: BeirDataset) -> list[Document]:
     docs = []
     for d in dataset.corpus:
@@ -105,31 +90,6 @@ def doc_ranking(evidence: Sequence[Evidence], k: int) -> list[str]:
             if len(out) == k:
                 break
     return out
-
-
-async def prepare_database(admin_dsn: str, name: str, migrations_dir: Path) -> str:
-    import asyncpg
-
-    from service.db.migrate import migrate_up
-    from service.db.pool import ensure_vector_available
-
-    if urlsplit(admin_dsn).path.strip("/") == name or not name.startswith("eval_"):
-        raise ValueError(f"refusing to evaluate in database {name!r}")
-    conn = await asyncpg.connect(admin_dsn)
-    try:
-        if not await conn.fetchval("select 1 from pg_database where datname = $1", name):
-            await conn.execute(f'create database "{name}"')
-            say(f"created database {name}")
-    finally:
-        await conn.close()
-    dsn = with_database(admin_dsn, name)
-    conn = await asyncpg.connect(dsn)
-    try:
-        await ensure_vector_available(conn)
-        await migrate_up(conn, migrations_dir)
-    finally:
-        await conn.close()
-    return dsn
 
 
 async def store_corpus(pool: Any, docs: list[Document], chunks: list[Chunk]) -> None:
@@ -161,8 +121,8 @@ async def run_eval(
     from service.ingest.indexer import index_embeddings
     from service.normalize.lexicon import Synonyms
     from service.pipeline import Pipeline, SemanticLeg
-    from service.scoring.glossary import Glossary
     from service.scoring.semantic import QueryEmbeddingCache
+    from service.scoring.tier1_cache import Tier1Cache
 
     started = time.perf_counter()
     name = database_name(dataset.name)
@@ -175,7 +135,9 @@ async def run_eval(
     try:
         await store_corpus(pool, docs, chunks)
         t0 = time.perf_counter()
-        pipeline = Pipeline(glossary=Glossary(()), synonyms=Synonyms(), flags=lambda: flags)
+        leg: SemanticLeg | None = None  # phase 3's, once the corpus is embedded (below)
+        # No glossary and no synonyms: a BEIR collection brings neither.
+        pipeline = Pipeline(cache=Tier1Cache(()), synonyms=Synonyms(), flags=lambda: flags, semantic=lambda: leg)
         pipeline.load_corpus(docs, chunks, 1)
         say(f"keyword indexes: {len(docs)} documents, {len(chunks)} chunks in {time.perf_counter() - t0:.1f}s")
         need_model = 3 in phases or baselines
@@ -192,7 +154,7 @@ async def run_eval(
             async def model() -> str | None:
                 return str(embedder.model_name)
 
-            pipeline.semantic = SemanticLeg(
+            leg = SemanticLeg(
                 embedder=embedder, cache=QueryEmbeddingCache(flags.embedding.query_cache_size),
                 pool=lambda: pool, model=model,
             )
@@ -204,7 +166,7 @@ async def run_eval(
             else:
                 extra[label] = metrics
         if baselines:
-            from service.evaluation.baselines import bm25_rankings, dense_rankings
+            from lab.evaluation.baselines import bm25_rankings, dense_rankings
 
             t0 = time.perf_counter()
             results["baselines"]["bm25"] = evaluate(dataset.qrels, bm25_rankings(dataset, k))
@@ -218,18 +180,6 @@ async def run_eval(
     say(f"eval finished in {time.perf_counter() - started:.0f}s")
     results["_variants"] = extra
     return results
-
-
-def load_cached_embedder(settings: Settings, backend: str = "torch") -> Any:
-    from service.embedding.backends import load_embedder, onnx_cache_dir
-    from service.evaluation.cache import CachedEmbedder
-
-    t0 = time.perf_counter()
-    inner = load_embedder(backend, settings.embedding_model, onnx_cache_dir(settings.data_dir))
-    say(f"model {inner.model_name} ({backend}) loaded in {time.perf_counter() - t0:.1f}s")
-    # Per backend: interchangeable backends share a model name, and a measurement
-    # of one backend must not be served the other's cached vectors.
-    return CachedEmbedder(inner, CACHE_DIR if backend == "torch" else CACHE_DIR / backend)
 
 
 async def hybrid_legs(

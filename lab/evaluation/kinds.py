@@ -1,4 +1,4 @@
-"""`python -m service eval-kinds --queries FILE [--phase 1|2|3|all] [--json F] [--cases F] [--set flag=value ...]`.
+"""`python -m lab eval-kinds --queries FILE [--phase 1|2|3|all] [--json F] [--cases F] [--set flag=value ...]`.
 
 Ranking quality per query kind on a labelled query set (bench/queries/*.yaml,
 format: labelled.py): for every answerable case (keyword, question,
@@ -165,19 +165,14 @@ async def open_session(
     admin_dsn: str, settings: Settings, flags: Flags, seeds_dir: Path, corpus: str, embedder: Any = None,
 ) -> tuple[KindSession, Any]:
     """Index `seeds_dir` into `eval_kinds_<corpus>`; returns the session and its pool (close it)."""
+    from lab.evaluation.command import store_corpus
     from service.db.pool import create_pool
-    from service.evaluation.command import (
-        database_name,
-        load_cached_embedder,
-        prepare_database,
-        store_corpus,
-    )
+    from service.evaluation.harness import database_name, load_cached_embedder, prepare_database
     from service.ingest.indexer import index_embeddings
     from service.ingest.seeder import SeedOptions, default_chunker, prepare
-    from service.normalize.lexicon import load_synonyms
-    from service.pipeline import Pipeline, SemanticLeg
-    from service.scoring.glossary import Glossary, load_glossary
+    from service.pipeline import SemanticLeg
     from service.scoring.semantic import QueryEmbeddingCache
+    from service.wiring import make_pipeline
 
     name = database_name(f"kinds_{corpus}")
     dsn = await prepare_database(admin_dsn, name, settings.migrations_dir)
@@ -185,10 +180,8 @@ async def open_session(
     pool = await create_pool(dsn, min_size=1, max_size=4)
     try:
         await store_corpus(pool, docs, chunks)
-        glossary_file = seeds_dir / "core_concepts.yaml"
-        glossary = Glossary(tuple(load_glossary(glossary_file)) if glossary_file.exists() else ())
-        pipeline = Pipeline(glossary=glossary, synonyms=load_synonyms(seeds_dir / "synonyms.yaml"),
-                            flags=lambda: flags)
+        leg: SemanticLeg | None = None  # set once the corpus is embedded (below)
+        pipeline = make_pipeline(seeds_dir, lambda: flags, semantic=lambda: leg)
         pipeline.load_corpus(docs, chunks, 1)
         if embedder is None:
             embedder = load_cached_embedder(settings, flags.embedding.backend)
@@ -200,7 +193,7 @@ async def open_session(
         async def model() -> str | None:
             return str(embedder.model_name)
 
-        pipeline.semantic = SemanticLeg(
+        leg = SemanticLeg(
             embedder=embedder, cache=QueryEmbeddingCache(flags.embedding.query_cache_size),
             pool=lambda: pool, model=model,
         )

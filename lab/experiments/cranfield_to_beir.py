@@ -1,4 +1,4 @@
-"""Build the Cranfield collection in BEIR layout for `python -m service eval`.
+"""Build the Cranfield collection in BEIR layout for `python -m lab eval`.
 
 Input: the SMART-format files of the Cranfield II collection (Cleverdon, Mills
 and Keen, Aslib Cranfield Research Project, 1966), as distributed by the
@@ -16,7 +16,7 @@ Output (DIR): `corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`, `query_id_map.t
 - qrels: relevance code 1 (complete answer) .. 4 (minimum interest) becomes
   score 4 .. 1 (higher = more relevant); code -1 lines are dropped.
 
-    python scripts/cranfield_to_beir.py --source DIR_WITH_SMART_FILES --out DIR
+    python -m lab.experiments.cranfield_to_beir --source DIR_WITH_SMART_FILES --out DIR
 """
 
 from __future__ import annotations

@@ -8,12 +8,13 @@ on the dev splits, and ranks by it. Prints top-1 / top-3 per kind against today'
 ranking: fitted on both dev splits ("pooled") and leave-one-corpus-out ("loco": fitted on the
 other corpus's dev split only).
 
-    PYTHONPATH=. .venv/bin/python scripts/learned_fusion.py [C]
+    .venv/bin/python -m lab.experiments.learned_fusion [C]
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from lab.evaluation.kinds import corpus_dir, corpus_of, open_session, ranked_cases
 from service.db.server import run_with_database
-from service.evaluation.kinds import corpus_dir, corpus_of, open_session, ranked_cases
 from service.evaluation.labelled import load_query_set
 from service.flags import load_flags
 from service.settings import load_settings
@@ -121,7 +122,7 @@ def main() -> None:
     c = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
     sets: dict[str, list[Case]] = {}
     for query_set in QUERY_SETS:
-        sets[query_set.stem] = run_with_database(load_settings(), lambda dsn, q=query_set: collect(dsn, q))
+        sets[query_set.stem] = run_with_database(load_settings(), functools.partial(collect, query_set=query_set))
     dev = {name: [case for case in cases if case["split"] == "dev"] for name, cases in sets.items()}
     pooled = fit([case for cases in dev.values() for case in cases], c)
     for name, cases in sets.items():

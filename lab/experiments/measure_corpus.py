@@ -1,7 +1,7 @@
 """Measure a documentation set end to end: pages, chunks, seed time, embedding
 rate, time to /ready and memory, on a fresh data directory.
 
-Usage: .venv/bin/python scripts/measure_corpus.py tests/corpora/logseq-docs [--json FILE]
+Usage: .venv/bin/python -m lab.experiments.measure_corpus tests/corpora/logseq-docs [--json FILE]
            [--replay tests/golden/logseq.yaml]   # also replay a golden file against it
 
 Starts `python -m service serve` (embedded PostgreSQL in a temporary
@@ -27,10 +27,8 @@ from pathlib import Path
 import httpx
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from service.db.embedded import free_port  # noqa: E402
+from service.db.embedded import free_port
+from service.settings import PROJECT_ROOT as ROOT
 
 _SEED = re.compile(r"seed finished in ([\d.]+) s \(parse\+chunk ([\d.]+) s\)")
 # The indexer's progress line: "embedded 64/715 chunk vectors (18.0 chunks/s, ETA 36s)".

@@ -1,7 +1,7 @@
 r"""Exploration for issue #19 (not part of the service): representation, fusion and
 expansion variants computed in memory over one indexed corpus, scored per kind.
 
-    .venv/bin/python scripts/paraphrase_experiments.py bench/queries/seed.yaml ['^rep max\(body,sentence']
+    .venv/bin/python -m lab.experiments.paraphrase_experiments bench/queries/seed.yaml ['^rep max\(body,sentence']
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from service.db.server import run_with_database
-from service.evaluation.kinds import (
+from lab.evaluation.kinds import (
     corpus_dir,
     corpus_of,
     open_session,
@@ -22,6 +21,7 @@ from service.evaluation.kinds import (
     ranked_cases,
     summarise,
 )
+from service.db.server import run_with_database
 from service.evaluation.labelled import load_query_set
 from service.flags import load_flags
 from service.ingest.indexer import passage_context
@@ -109,7 +109,7 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
             ev, _ = dedupe_per_document(ev, 2)
         return page_ranking(e.doc_slug for e in ev)
 
-    from service.scoring.hybrid import fusion_weights
+    from service.scoring.fusion import fusion_weights
 
     for case in cases:
         query, notes = pipe.normalise(case.query, flags)

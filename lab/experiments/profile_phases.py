@@ -3,7 +3,7 @@
 Usage (after one `bench --http` run, whose database it reuses, or
 `python -m service seed --data-dir .data/bench-http/pg --embed`):
 
-    PYTHONPATH=. .venv/bin/python bench/profile_phases.py [N]
+    .venv/bin/python -m lab.experiments.profile_phases [N]
 
 Prints wall, process-CPU and event-loop-thread CPU ms per question for each
 phase and the functions that cost the most (tottime, cumulative). The model
@@ -22,8 +22,8 @@ import statistics
 import sys
 import time
 
-from service.bench.command import build_pipeline
-from service.bench.http import BENCH_DATA_DIR, distinct_questions, labelled_questions
+from lab.bench.command import build_pipeline
+from lab.bench.http import BENCH_DATA_DIR, distinct_questions, labelled_questions
 from service.db.server import run_with_database
 from service.flags import load_flags
 from service.pipeline import RetrieveParams

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Quality per embedding backend in one run (issue 21): Cranfield nDCG@10 at phase 3
 # and the golden pass rates, for torch, onnx and onnx-int8, each on its own
-# embedded PostgreSQL. Usage: bench/quality_per_backend.sh [OUT_DIR] [DATASET]
+# embedded PostgreSQL. Usage: lab/experiments/quality_per_backend.sh [OUT_DIR] [DATASET]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-out=${1:-bench/results/quality}
+cd "$(dirname "$0")/../.."
+out=${1:-lab/results/quality}
 dataset=${2:-../shared/datasets/cranfield}
 work=$(mktemp -d -t quality-XXXX)
 mkdir -p "$out"
@@ -13,7 +13,7 @@ for backend in onnx-int8 onnx torch; do  # int8 first: the open question
   sed "s/^  backend: .*/  backend: $backend/" flags.yaml > "$work/flags-$backend.yaml"
   export FLAGS_FILE="$work/flags-$backend.yaml"
   echo "== $backend  $(uptime)"
-  DATA_DIR="$work/$backend/pg" .venv/bin/python -m service eval --dataset "$dataset" --phase 3 \
+  DATA_DIR="$work/$backend/pg" .venv/bin/python -m lab eval --dataset "$dataset" --phase 3 \
     --no-baselines --no-variants --json "$out/cranfield-$backend.json" > "$out/cranfield-$backend.log" 2>&1 || echo "eval failed: $backend"
   DATA_DIR="$work/$backend/seed-pg" .venv/bin/python -m service replay tests/golden/navigation.yaml \
     > "$out/golden-navigation-$backend.log" 2>&1 || echo "navigation goldens: failures ($backend)"

@@ -37,7 +37,7 @@ WINDOW_OVERLAP = 50
 RESERVED_FOR_EVENT_LOOP = 1
 
 # Backends whose vectors were MEASURED equal to PyTorch's on the seed corpus
-# (cosine >= 0.999 for every chunk; `python -m service bench --embedding`):
+# (cosine >= 0.999 for every chunk; `python -m lab bench --embedding`):
 # they share the model's identity, so switching between them re-embeds
 # nothing. Any other backend's vectors are stored under their own identity.
 INTERCHANGEABLE: frozenset[str] = frozenset({"torch", "onnx"})

@@ -1,1 +1,1 @@
-"""`python -m service eval`: retrieval quality on a BEIR-layout test collection."""
+"""`eval-decisions` / `fit-decisions`: an operator's labelled set through the service's decisions."""

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from service.adapt.pairs import batches, mine_pairs
-from service.adapt.train import MANIFEST, TrainOptions, next_version_dir, train
+from lab.adapt.pairs import batches, mine_pairs
+from lab.adapt.train import MANIFEST, TrainOptions, next_version_dir, train
 from service.embedding.torch_backend import TorchEmbedder
 from service.ingest.chunker import chunk_document
 from service.ingest.tokens import default_model_dir

@@ -1,4 +1,4 @@
-"""`python -m service eval` on a tiny BEIR-layout fixture, against hand-computed metrics."""
+"""`python -m lab eval` on a tiny BEIR-layout fixture, against hand-computed metrics."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from service.evaluation.beir import load_beir
-from service.evaluation.command import database_name, run_eval
-from service.evaluation.metrics import evaluate
+from lab.evaluation.beir import load_beir
+from lab.evaluation.command import run_eval
+from lab.evaluation.metrics import evaluate
+from service.evaluation.harness import database_name
 from service.flags import Flags
 from service.settings import PROJECT_ROOT, Settings
 

@@ -186,7 +186,7 @@ def test_sigterm_during_a_cli_command_stops_its_embedded_postgres(tmp_path: Path
     dataset = Path(__file__).resolve().parents[1] / "fixtures" / "beir_tiny"
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "service", "eval", "--dataset", str(dataset), "--phase", "1",
+        [sys.executable, "-m", "lab", "eval", "--dataset", str(dataset), "--phase", "1",
          "--no-baselines", "--no-variants", "--data-dir", str(data_dir)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from service.loadgen import feedback_follow_up, percentile, require_loopback, run_load
+from lab.loadgen import feedback_follow_up, percentile, require_loopback, run_load
 
 SAFETY_S = 120.0
 

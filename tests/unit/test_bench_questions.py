@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.bench.http import (
+from lab.bench.http import (
     QuestionSource,
     _wrk_figures,
     distinct_questions,

@@ -1,20 +1,11 @@
-"""scripts/cranfield_to_beir.py on a two-document SMART sample (the real files are not shipped)."""
+"""lab/experiments/cranfield_to_beir.py on a two-document SMART sample (the real files are not shipped)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "cranfield_to_beir.py"
-
-
-def _load() -> object:
-    spec = importlib.util.spec_from_file_location("cranfield_to_beir", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from lab.experiments.cranfield_to_beir import convert
 
 
 def test_smart_files_become_the_beir_layout(tmp_path: Path) -> None:
@@ -28,7 +19,7 @@ def test_smart_files_become_the_beir_layout(tmp_path: Path) -> None:
     (source / "cran.qry").write_text(".I 001\r\n.W\r\nwhat similarity laws\r\nmust be obeyed .\r\n.I 004\r\n.W\r\nshear flow ?\r\n")
     (source / "cranqrel").write_text("1 1 2\n1 2 -1\n2 2 4 \n")
     out = tmp_path / "beir"
-    counts = _load().convert(source, out)  # type: ignore[attr-defined]
+    counts = convert(source, out)
     assert counts == {"documents": 2, "queries": 2, "qrels": 2}
     corpus = [json.loads(line) for line in (out / "corpus.jsonl").read_text().splitlines()]
     assert corpus[0] == {"_id": "1", "title": "experimental wing in a slipstream .",

@@ -1,4 +1,4 @@
-"""Per-kind ranking metrics of `eval-kinds` (service/evaluation/kinds.py)."""
+"""Per-kind ranking metrics of `eval-kinds` (lab/evaluation/kinds.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from service.evaluation.kinds import (
+from lab.evaluation.kinds import (
     KindSession,
     first_relevant_rank,
     format_ceiling,

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from service.loadgen import LoadReport, _merge, run_load
+from lab.loadgen import LoadReport, _merge, run_load
 from service.stats import percentile
 
 

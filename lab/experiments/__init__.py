@@ -1,0 +1,1 @@
+"""One-off experiments and measurements, each run as `python -m lab.experiments.<name>`."""
