@@ -7,7 +7,7 @@ normalised query ─┬─ keyword leg (in-memory chunk index, the flags' lexica
                   → `HybridCandidates`: the fused ranking plus every signal the
                     decision (`decide.seed_rules_phase3`) needs.
 
-The service (`Pipeline.phase3`) and `python -m service eval` both call it, so
+The service (`Pipeline.phase3`) and `python -m lab eval` both call it, so
 the eval figures are the service's figures.
 
 Fusion runs over the union of both candidate lists, keyed by chunk
