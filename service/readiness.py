@@ -15,7 +15,7 @@ from typing import Any
 Get = Callable[[str], Awaitable[tuple[int, dict[str, Any]]]]
 
 
-class NotReady(TimeoutError):
+class ReadyTimeout(TimeoutError):
     """The service did not become ready in time; carries its last `/ready` body."""
 
 
@@ -60,7 +60,7 @@ async def wait_until_ready(
             if status == 200 and (last.get("semantic_ready", True) or not semantic):
                 return last
         if time.monotonic() >= deadline:
-            raise NotReady(f"service not ready after {timeout_s:.0f} s: {last}")
+            raise ReadyTimeout(f"service not ready after {timeout_s:.0f} s: {last}")
         await asyncio.sleep(interval_s)
 
 

@@ -25,7 +25,6 @@ from service.api.schemas import (
     MAX_HISTORY_TURNS,
     ClarificationOut,
     ConversationOut,
-    FallbackStep,
     OptionOut,
     Query,
     RetrieveRequest,
@@ -46,6 +45,7 @@ from service.context.types import (
     WidgetState,
     budget_of,
 )
+from service.domain.outcome import FallbackStep
 from service.domain.types import Base
 from service.feedback.records import ENDPOINT, TYPED
 from service.ingest.tokens import get_token_counter, model_name_for

@@ -24,14 +24,6 @@ BODY = "(body)"
 """The `field` of a problem with the request body as a whole (not JSON, missing)."""
 
 
-class FieldProblem(Base, frozen=True):
-    """One rejected part of a request: the field (dotted path, `(body)` for the
-    body as a whole) and what is wrong with it."""
-
-    field: str
-    message: str = ""
-
-
 class ErrorBody(Base, frozen=True):
     """Body of every error response.
 

@@ -18,14 +18,13 @@ from service.api.errors import client_errors
 from service.api.schemas import (
     MAX_QUERY_CHARS,
     ClarificationOut,
-    FallbackStep,
     OptionOut,
     RetrievalResult,
     RetrieveRequest,
     RetrieveResponse,
     check_top_k,
 )
-from service.domain.outcome import Outcome
+from service.domain.outcome import FallbackStep, Outcome
 from service.domain.types import Evidence, Option
 from service.feedback.records import TYPED
 from service.normalize.text import clean
@@ -68,7 +67,7 @@ def options_of(options: tuple[Option, ...]) -> list[OptionOut]:
 
 
 def fallback_of(outcome: Outcome) -> list[FallbackStep]:
-    return [FallbackStep(tier=step.tier.value, reason=step.reason) for step in outcome.fallback_path]
+    return list(outcome.fallback_path)
 
 
 def response_of(outcome: Outcome, clarification: ClarificationOut | None = None) -> RetrieveResponse:

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 import msgspec
 from litestar.exceptions import ValidationException
 
+from service.domain.outcome import FallbackStep
 from service.domain.types import Base
 from service.flags import Flags
 
@@ -149,13 +150,6 @@ class RetrievalResult(Base, frozen=True):
     chunk_hash: str | None = None
     anchor: str | None = None
     """The chunk's heading as a URL fragment (`pin-a-command`; "" = top of the page)."""
-
-
-class FallbackStep(Base, frozen=True):
-    """A tier that was tried and passed over, and why."""
-
-    tier: str
-    reason: str
 
 
 class RetrieveResponse(Base, frozen=True):

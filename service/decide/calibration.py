@@ -101,12 +101,6 @@ SEED_LEVEL_REASONS = frozenset({"small_gap", "low_confidence"})
 Action = Literal["no_match", "ambiguous", "answer", "weak"]
 
 
-def semantic_view(
-    signal: SemanticSignal | None, page_similarity: Mapping[str, float] | None = None
-) -> SemanticView | None:
-    return None if signal is None else SemanticView(signal=signal, pages=dict(page_similarity or {}))
-
-
 class SemanticView(msgspec.Struct, frozen=True, kw_only=True):
     """What phase 3's semantic leg tells the decision: the signal and each page's best cosine."""
 

@@ -78,10 +78,6 @@ class WindowStats:
     def error_rate(self) -> float:
         return self.errors / self.samples if self.samples else 0.0
 
-    @property
-    def slow_share(self) -> float:
-        return self.slow / self.samples if self.samples else 0.0
-
 
 @dataclass
 class RollingWindow:

@@ -31,8 +31,14 @@ from service.scoring.lexical_units import (
     prepare_chunk,
     prepare_document,
 )
+from service.scoring.plan_points import (
+    SeedMatch,
+    explain_seed,
+    matched_tokens,
+    rank_seed,
+    seed_match,
+)
 from service.scoring.postings import PostingArrays, PostingBuilder
-from service.scoring.seed import SeedMatch, explain_seed, matched_tokens, rank_seed, seed_match
 from service.scoring.snippets import make_snippet, plain_text
 from service.scoring.stemming import match_keys
 

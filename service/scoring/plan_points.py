@@ -1,4 +1,4 @@
-"""The seed formula applied to a unit: the one place its points are counted.
+"""The seed plan's points formula (`lexical.scorer: seed`) applied to a unit: the one place its points are counted.
 
 The `seed` scorer ranks by `SeedMatch.score`; and every Evidence, whatever
 ranked it, carries the seed guards computed here (raw points, matched terms,
