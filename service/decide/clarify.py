@@ -11,6 +11,11 @@ AMBIGUOUS_THREE = "Do you mean {top_a} ({category_a}), {top_b} ({category_b}) or
 NO_MATCH = "Which part should I explain?"
 SINGLE_LOW_CONFIDENCE = "I think you mean {top_a}. Is that right?"
 MULTI_INTENT = "Which one should I go deeper on?"
+# Small talk gets a reply of its own (status no_match, reason small_talk), never a page.
+SMALL_TALK = {
+    "greeting": "Hello! Ask me about anything in the documentation and I'll find the page that explains it.",
+    "thanks": "You're welcome. Is there anything else I can look up for you?",
+}
 GENERIC = (
     "I can't look that up in the documentation right now. "
     "Which part should I explain: Home, workspaces, notes or widgets?"

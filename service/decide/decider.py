@@ -179,6 +179,9 @@ class Decider:
     def decide(self, candidates: Candidates, query: NormalizedQuery, flags: Flags) -> Decided:
         """`flags` as `with_points` made them."""
         model = self._model(flags)
+        if query.intent == "small_talk":  # "hi there", "thanks, that helped!": no page is meant
+            reply = clarify.SMALL_TALK.get(query.subject, clarify.NO_MATCH)
+            return Decided(NoMatch(message=reply, reason="small_talk"), None)
         if candidates.phase == 0:  # the Tier-1 cache answers with its one entry
             return Decided(Answer(results=tuple(candidates.ranking), confidence=1.0, reason="tier1_cache"), None)
         if candidates.phase == 3:

@@ -11,7 +11,7 @@ from typing import Literal
 import msgspec
 
 Source = Literal["keyword", "hybrid", "embedding", "cache"]
-Intent = Literal["explain", "navigate", "lookup"]
+Intent = Literal["explain", "navigate", "lookup", "small_talk"]
 QueryType = Literal["exact", "semantic", "mixed"]
 
 

@@ -39,11 +39,40 @@ _LEADING_DETERMINERS = re.compile(r"^(?:(?:the|a|an|my|our|your|this|that) )+")
 _INTENT_SPLIT = re.compile(r"\s+(?:and|or)\s+|[+&,;]")
 
 
-def detect_intent(lowered: str) -> tuple[Intent, str]:
-    """Explain ("what is X", "explain X", "tell me about X"), navigate, or lookup.
+# Small talk: a message of greeting, thanks or acknowledgement words only ("hi there",
+# "thanks, that helped!"). English conversation words, not any corpus's vocabulary; a message
+# with one word besides these ("hello world") is a question about something.
+_GREETINGS = frozenset({"hi", "hello", "hey", "hiya", "howdy", "yo", "morning", "afternoon", "evening", "greetings"})
+_THANKS = frozenset({
+    "thanks", "thank", "thx", "ty", "cheers", "bye", "goodbye", "ok", "okay", "cool", "great", "nice",
+    "awesome", "perfect", "lol", "haha", "brilliant", "excellent", "appreciated",
+})
+_SMALL_TALK_FILLER = frozenset({
+    "there", "you", "all", "everyone", "good", "so", "very", "much", "a", "lot", "that", "this", "it",
+    "helped", "helps", "works", "worked", "got", "for", "the", "help", "again", "oh", "well", "see", "ya",
+    "bot", "friend", "im", "i", "am", "just", "saying", "how", "are", "doing", "s", "up", "whats",
+})
 
-    Returns the intent and, for explain queries, the subject as written.
+
+def small_talk(lowered: str) -> str:
+    """"greeting" or "thanks" when the message is small talk only, else ""."""
+    said = words(lowered)
+    if not said or any(w not in _GREETINGS | _THANKS | _SMALL_TALK_FILLER for w in said):
+        return ""
+    if any(w in _GREETINGS for w in said):
+        return "greeting"
+    return "thanks" if any(w in _THANKS for w in said) else ""
+
+
+def detect_intent(lowered: str) -> tuple[Intent, str]:
+    """Explain ("what is X", "explain X", "tell me about X"), navigate, small talk, or lookup.
+
+    Returns the intent and, for explain queries, the subject as written (for small talk, its
+    kind: "greeting" or "thanks").
     """
+    kind = small_talk(lowered)
+    if kind:
+        return "small_talk", kind
     for pattern in _EXPLAIN_PATTERNS:
         found = pattern.match(lowered)
         if found:
