@@ -53,6 +53,7 @@ from docutils.core import publish_doctree
 from docutils.parsers.rst import Directive, Parser, directives, roles
 from docutils.readers.standalone import Reader
 
+from service.ingest.dialects import STUB_PROSE_CHARS
 from service.ingest.parse import (
     SECTION_LEVELS,
     Block,
@@ -250,7 +251,7 @@ class _Skip(Directive):
     def run(self) -> list[nodes.Node]:
         # Invisible, as the index entry autodoc starts with: a `.. _label:` just
         # before stays where it is instead of moving on to the next section.
-        return [nodes.comment()]
+        return [nodes.comment(skipped=self.name)]
 
 
 class _Keep(_Skip):
@@ -457,6 +458,7 @@ def _anchors(document: nodes.document) -> frozenset[str]:
 
 # --- rendering: doctree → Markdown ------------------------------------------------
 
+_NO_WORDS = re.compile(r"[\W_]+")
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|])")
 _LONE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 _LINE_START = re.compile(r"^(?:([#>+=~-])|(\d{1,9})([.)]))")
@@ -521,6 +523,19 @@ def _problematic_text(raw: str) -> str:
     return title or target
 
 
+def _word_chars(text: str) -> int:
+    return len(_NO_WORDS.sub("", text))
+
+
+def _link_only(item: nodes.Element) -> bool:
+    """A list item that is only a link (a link list's entry: structure, not prose)."""
+    if len(item.children) != 1 or not isinstance(item[0], nodes.paragraph):
+        return False
+    links = [c for c in item[0].children if isinstance(c, (nodes.reference, _XRef))]
+    rest = "".join(c.astext() for c in item[0].children if c not in links)
+    return bool(links) and _word_chars(rest) <= 3
+
+
 def _plain_of(node: nodes.Node) -> str:
     """The words a reader sees, without code (as the Markdown reader's plain text)."""
     if isinstance(node, nodes.Text):
@@ -545,6 +560,8 @@ class _Out:
     text: str
     plain: str
     items: tuple[str, ...] = ()
+    unsaid: int = 0
+    """Word characters of its link-only list items (not prose of the page's own)."""
 
 
 class _Renderer:
@@ -564,6 +581,10 @@ class _Renderer:
         self.first_text = ""
         self.links: list[Link] = []
         self.xrefs: list[_XRefUse] = []
+        self.prose = 0
+        """Word characters of the page's own text (headings out, code in), as dialects.py counts."""
+        self.structure = 0
+        """Skipped directives (includes, autodoc, toctrees) and link-only list items."""
 
     # sections ---------------------------------------------------------------
     def close(self) -> None:
@@ -575,6 +596,8 @@ class _Renderer:
         for child in document.children:
             self.element(child, 0)
         self.close()
+        self.structure += sum(1 for n in document.findall(nodes.comment) if n.get("skipped"))
+        self.structure += sum(1 for _ in document.findall(_TocTree))
         if not self.sections and self.h1 is not None:
             # A page that is only its title (its text comes from a skipped
             # include): kept for links and /documents, with nothing to chunk.
@@ -622,6 +645,7 @@ class _Renderer:
             return
         self.blocks.append(Block(out.kind, out.text, out.items))
         self.body.append(out.text)
+        self.prose += max(0, _word_chars(out.text if out.kind == "code" else out.plain) - out.unsaid)
         if out.plain.strip():
             self.plain.append(out.plain)
             if not self.first_text:
@@ -693,6 +717,7 @@ class _Renderer:
 
     def list(self, node: nodes.Element) -> _Out:
         items: list[str] = []
+        unsaid = 0
         number = int(node.get("start", 1) or 1)
         for item in node.children:
             if not isinstance(item, nodes.list_item):
@@ -701,7 +726,10 @@ class _Renderer:
             number += 1
             inner = self.join(self.children(item)) or ""
             items.append(marker + _indent(inner, " " * len(marker)).lstrip())
-        return _Out("list", "\n".join(items), _plain_of(node), tuple(items))
+            if _link_only(item):
+                self.structure += 1
+                unsaid += _word_chars(_plain_of(item))
+        return _Out("list", "\n".join(items), _plain_of(node), tuple(items), unsaid)
 
     def term_list(self, node: nodes.Element) -> _Out:
         items: list[str] = []
@@ -854,6 +882,7 @@ def read_rst(text: str, docname: str) -> RstDraft:
         first_paragraph=renderer.first_paragraph,
         first_text=renderer.first_text,
         links=tuple(renderer.links),
+        stub=renderer.prose < STUB_PROSE_CHARS and (renderer.structure > 0 or renderer.prose == 0),
     )
     return RstDraft(docname, page, tuple(renderer.xrefs), _labels(document, docname), renderer.h1)
 

@@ -14,7 +14,7 @@ from service.domain.types import Chunk, Document
 from service.ingest.chunker import chunk_document
 from service.ingest.links import check_links
 from service.ingest.markdown import CorpusPage, SeedError, parse_corpus
-from service.ingest.parse import Section
+from service.ingest.parse import Section, parse_page, remember
 from service.ingest.rst import parse_rst_page, rst_slug
 from service.ingest.seeder import SeedOptions, prepare
 
@@ -141,6 +141,24 @@ def test_toctree_and_autodoc_do_not_fail_the_page(corpus: dict[str, CorpusPage])
     assert "toctree" not in index.doc.content and "maxdepth" not in index.doc.content
     authors = corpus["dev/authors"]  # only an include of a file outside the tree
     assert authors.doc.title == "Authors" and "AUTHORS" not in authors.doc.content
+
+
+def test_pages_with_nothing_of_their_own_are_stubs(corpus: dict[str, CorpusPage]) -> None:
+    stubs = {slug for slug, entry in corpus.items() if entry.doc.stub}
+    # Only an include (authors), a link list (out-there), two sentences and an include (updates).
+    assert stubs == {"dev/authors", "community/out-there", "community/updates"}
+
+
+def test_the_body_read_again_as_markdown_keeps_sections_and_anchors(corpus: dict[str, CorpusPage]) -> None:
+    """The chunker reads a page's parse back by its body; should its cache have let the page
+    go, the body parsed as Markdown gives the same sections at the same anchors."""
+    for slug, entry in corpus.items():
+        try:
+            again = parse_page(entry.page.body)
+        finally:
+            remember(entry.page)  # the reST parse stays the one the chunker finds
+        mine = [(s.path, s.anchor) for s in entry.page.sections if s.blocks]
+        assert [(s.path, s.anchor) for s in again.sections] == mine, slug
 
 
 # --- small pages ----------------------------------------------------------------------
