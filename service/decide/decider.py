@@ -230,6 +230,7 @@ class Decider:
         signals = msgspec.structs.replace(
             decision_signals(query, fused, view, top_page(keyword)),
             parts=on_keyword.signals.parts, keyword_reason=on_keyword.signals.keyword_reason,
+            semantic_ranking=tuple(sorted(candidates.page_similarity, key=lambda s: -candidates.page_similarity[s])[:10]),
         )
         seed_keyword = on_keyword.decision
         decision: Decision

@@ -28,3 +28,6 @@ class DecisionSignals(Base, frozen=True):
     """The seed rules' reason on the keyword ranking (phase 3: on its keyword leg)."""
     parts: tuple[DecisionSignals, ...] = ()
     """A multi-intent query's parts, each searched alone (phases 1-2 and phase 3's keyword leg)."""
+    semantic_ranking: tuple[str, ...] = ()
+    """Phase 3: the semantic leg alone, pages by their best chunk's cosine (at most 10); what the
+    fusion is measured against (`eval-decisions --cross-corpus`)."""

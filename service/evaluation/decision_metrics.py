@@ -53,6 +53,8 @@ class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
     """A multi-intent query's parts' signals (`DecisionSignals.parts`)."""
     answered_phase: int = 0
     """The phase that produced the response (lower when a tier fell back)."""
+    semantic_ranked: tuple[str, ...] = ()
+    """Phase 3: the semantic leg's pages alone, best cosine first (`DecisionSignals.semantic_ranking`)."""
 
 
 def top_is_right(case: LabelledQuery, pages: Sequence[str]) -> bool:

@@ -89,6 +89,7 @@ async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int,
         parts=signals.parts if signals is not None else (),
         keyword_reason=signals.keyword_reason if signals is not None else "",
         answered_phase=outcome.phase,
+        semantic_ranked=signals.semantic_ranking if signals is not None else (),
     )
 
 
@@ -448,13 +449,20 @@ def add_parsers(sub: Any) -> None:
         description="Run every labelled case through the pipeline in-process (own database, real "
         "model) under both decision policies and report decisions and ranking per phase, kind and split.",
     )
-    p.add_argument("--queries", type=Path, required=True, help="labelled query set (bench/queries/*.yaml)")
+    p.add_argument("--queries", type=Path, required=True, action="append",
+                   help="labelled query set (bench/queries/*.yaml); repeat it, with one --seeds-dir each, "
+                   "for --cross-corpus")
+    p.add_argument("--cross-corpus", action="store_true",
+                   help="leave-one-corpus-out over every --queries/--seeds-dir pair: the portable fit made "
+                   "without a corpus decides that corpus's test split (service/evaluation/cross_corpus.py)")
+    p.add_argument("--signals", type=Path, action="append",
+                   help="--cross-corpus: a runs file per query set, read when it exists, else written")
     p.add_argument("--phase", choices=("1", "2", "3", "all"), default="all")
     p.add_argument("--json", type=Path, help="also write the reports as JSON")
     p.add_argument("--plot", type=Path, help="write the risk-coverage curves as a PNG")
     p.add_argument("--model", type=Path, default=CALIBRATION_FILE, help="fitted calibration file")
     p.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data (env DATA_DIR)")
-    p.add_argument("--seeds-dir", type=Path, help="corpus to serve (env SEEDS_DIR)")
+    p.add_argument("--seeds-dir", type=Path, action="append", help="corpus to serve (env SEEDS_DIR)")
     p.set_defaults(handler=run_eval)
 
     f = sub.add_parser(
@@ -515,7 +523,52 @@ def run_fit(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
+    """Leave-one-corpus-out (service/evaluation/cross_corpus.py): one table, per corpus and pooled."""
+    from service.evaluation.cross_corpus import CorpusRuns, leave_one_out, markdown, write
+
+    query_sets: list[Path] = args.queries
+    seeds_dirs: list[Path] = args.seeds_dir or []
+    signals: list[Path | None] = args.signals or [None] * len(query_sets)
+    if len(query_sets) < 2 or len(seeds_dirs) != len(query_sets) or len(signals) != len(query_sets):
+        print("error: --cross-corpus needs two or more --queries, each with its --seeds-dir (and --signals, "
+              "if given)", file=sys.stderr)
+        return 2
+    corpora: list[CorpusRuns] = []
+    collected: list[Collected] = []
+    for queries, seeds_dir, signals_file in zip(query_sets, seeds_dirs, signals, strict=True):
+        loaded = _load_cases(queries)
+        if loaded is None:
+            return 2
+        cases, corpus = loaded
+        here = settings.with_overrides(data_dir=args.data_dir, seeds_dir=seeds_dir)
+        runs = run_service(here, cases, corpus, None, ("seed_rules",), signals_file)
+        collected.append(runs)
+        corpora.append(CorpusRuns(name=corpus, cases=cases, runs=runs.runs))
+    fits = {}
+    for held in corpora:
+        others = [i for i, c in enumerate(corpora) if c is not held]
+        say(f"fitting the portable decision without {held.name}")
+        fits[held.name] = fit(merge([collected[i] for i in others]), [case for i in others for case in corpora[i].cases],
+                              f"all but {held.name}", portable=True)
+    phase = 3 if args.phase == "all" else int(args.phase)
+    table = leave_one_out(corpora, fits, phase)
+    print(f"## Leave-one-corpus-out, test splits, phase {phase}\n")
+    print(markdown(table))
+    if args.json is not None:
+        write(args.json, table, {"phase": phase, "query_sets": [str(q) for q in query_sets],
+                                 "fits": {name: m.version for name, m in fits.items()}})
+        say(f"wrote {args.json}")
+    return 0
+
+
 def run_eval(args: argparse.Namespace, settings: Settings) -> int:
+    if args.cross_corpus:
+        return run_cross_corpus(args, settings)
+    if len(args.queries) != 1 or len(args.seeds_dir or [None]) != 1:
+        print("error: one --queries (and at most one --seeds-dir) without --cross-corpus", file=sys.stderr)
+        return 2
+    args.queries, args.seeds_dir = args.queries[0], (args.seeds_dir or [None])[0]
     settings = settings.with_overrides(data_dir=args.data_dir, seeds_dir=args.seeds_dir)
     loaded = _load_cases(args.queries)
     if loaded is None:

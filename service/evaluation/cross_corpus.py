@@ -1,0 +1,186 @@
+"""`python -m service eval-decisions --cross-corpus`: leave-one-corpus-out over several corpora.
+
+Every corpus is served once, under the seed rules, at phases 1-3 (`decisions.run_service`; a
+`--signals` file per corpus keeps the runs). Then, for each corpus in turn, the portable
+calibrated decision is fitted on the dev splits of all the others (its model and its operating
+points, `decisions.fit`) and replayed on the held-out corpus's test split (`replayed_status`, the
+`Decider`'s routing on numbers; `tests/unit/test_decision_paths.py` holds the two equal). Nothing
+that decides a corpus's figures was chosen on that corpus.
+
+Per corpus and pooled, on the test splits at one phase (3 by default):
+top-1 / top-3 of the ranking, right outcome (`decision_metrics.right_outcome`), wrong answers (as a
+share of answers and of all queries), out-of-domain no match, needless clarifications (asked
+although the first page was right and the case is not an ambiguous one, as a share of in-domain
+queries), and, at phase 3, the top-3 of each leg alone beside the fusion on question and
+paraphrase cases (the keyword leg is phase 2's ranking of the same case).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from service.decide.calibration import CalibrationModel, multi_intent_pages
+from service.decide.decider import replayed_status
+from service.evaluation.decision_metrics import CaseRun, right_outcome, top_is_right
+from service.evaluation.labelled import LabelledQuery
+from service.flags import DecisionFlags
+
+POLICIES = ("seed_rules", "calibrated (leave-one-corpus-out)")
+LEG_KINDS = frozenset({"question", "paraphrase"})
+
+
+@dataclass(frozen=True)
+class CorpusRuns:
+    name: str
+    cases: Sequence[LabelledQuery]
+    runs: Sequence[CaseRun]
+    """Seed-rules runs at phases 1-3."""
+
+
+@dataclass
+class Tally:
+    """Counts behind one row of the table."""
+
+    cases: int = 0
+    ranked: int = 0
+    top1: int = 0
+    top3: int = 0
+    right: int = 0
+    answers: int = 0
+    wrong: int = 0
+    ood: int = 0
+    ood_no_match: int = 0
+    in_domain: int = 0
+    needless: int = 0
+    legs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("n", "fused", "keyword", "semantic"), 0))
+
+    def add(self, other: Tally) -> None:
+        for name in ("cases", "ranked", "top1", "top3", "right", "answers", "wrong", "ood", "ood_no_match",
+                     "in_domain", "needless"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for leg, n in other.legs.items():
+            self.legs[leg] += n
+
+    def row(self) -> dict[str, float | int | None]:
+        def share(num: int, den: int) -> float | None:
+            return round(num / den, 4) if den else None
+
+        return {
+            "cases": self.cases, "top1": share(self.top1, self.ranked), "top3": share(self.top3, self.ranked),
+            "right_outcome": share(self.right, self.cases), "answers": self.answers, "wrong_answers": self.wrong,
+            "wrong_of_answers": share(self.wrong, self.answers), "wrong_of_all": share(self.wrong, self.cases),
+            "ood": self.ood, "ood_no_match": share(self.ood_no_match, self.ood),
+            "needless_clarifications": share(self.needless, self.in_domain),
+            "legs_n": self.legs["n"], "fused_top3": self.legs["fused"], "keyword_top3": self.legs["keyword"],
+            "semantic_top3": self.legs["semantic"],
+        }
+
+
+def in_top3(case: LabelledQuery, pages: Sequence[str]) -> bool:
+    return any(page in case.pages for page in pages[:3])
+
+
+def tally(
+    case: LabelledQuery, run: CaseRun, status: str, shown: Sequence[str], options: Sequence[str],
+    keyword_ranked: Sequence[str] = (),
+) -> Tally:
+    """One case's counts under one policy."""
+    t = Tally(cases=1, right=int(right_outcome(case, status, shown, options)))
+    if case.pages:
+        t.ranked = 1
+        t.top1 = int(top_is_right(case, run.ranked))
+        t.top3 = int(in_top3(case, run.ranked))
+    if status == "answer":
+        t.answers = 1
+        t.wrong = int(not top_is_right(case, shown))
+    if case.kind == "out_of_domain":
+        t.ood = 1
+        t.ood_no_match = int(status == "no_match")
+    else:
+        t.in_domain = 1
+        clear = case.decision == "answer" and case.kind != "multi_intent"
+        t.needless = int(clear and status == "clarify" and top_is_right(case, run.ranked))
+    if run.phase == 3 and case.kind in LEG_KINDS:
+        t.legs["n"] = 1
+        t.legs["fused"] = int(in_top3(case, run.ranked))
+        t.legs["keyword"] = int(in_top3(case, keyword_ranked))
+        t.legs["semantic"] = int(in_top3(case, run.semantic_ranked))
+    return t
+
+
+def replay_calibrated(
+    model: CalibrationModel, run: CaseRun, phase2: CaseRun | None,
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """What `decision.policy: calibrated` with `model` (and its own points) decides on a seed-rules run."""
+    from service.decide.calibration import KeywordVerdict, probability
+    from service.evaluation.decisions import calibrated_p
+
+    points = model.points(DecisionFlags())
+    point = points.at(run.phase)
+    part_phase = 2 if run.phase == 3 else run.phase
+    multi: tuple[str, ...] | None = ()
+    if run.reason == "multi_intent":
+        multi = multi_intent_pages(model.phases[str(part_phase)], points.at(part_phase), run.shown, run.parts)
+        if run.phase == 3 and multi:
+            multi = ()  # phase 3 keeps the fused order
+    verdict = None
+    if run.phase == 3 and phase2 is not None:
+        verdict = KeywordVerdict(p=probability(model.phases["2"], phase2.features),
+                                 top_doc=phase2.ranked[0] if phase2.ranked else None, point=points.at(2))
+    return replayed_status(run, calibrated_p(model, run), point, verdict, multi)
+
+
+def leave_one_out(
+    corpora: Sequence[CorpusRuns], fit_without: dict[str, CalibrationModel], phase: int = 3,
+) -> dict[str, dict[str, dict[str, float | int | None]]]:
+    """{policy: {corpus | "pooled": row}} on the test splits; `fit_without[name]`: the portable fit
+    made on every corpus but `name`."""
+    table: dict[str, dict[str, dict[str, float | int | None]]] = {policy: {} for policy in POLICIES}
+    pooled = {policy: Tally() for policy in POLICIES}
+    for corpus in corpora:
+        by_key = {(r.case_id, r.phase): r for r in corpus.runs if r.policy == "seed_rules"}
+        totals = {policy: Tally() for policy in POLICIES}
+        for case in corpus.cases:
+            run = by_key.get((case.id, phase))
+            if case.split != "test" or run is None:
+                continue
+            phase2 = by_key.get((case.id, 2))
+            keyword_ranked = phase2.ranked if phase2 is not None else ()
+            totals[POLICIES[0]].add(tally(case, run, run.status, run.shown, run.options, keyword_ranked))
+            status, shown, options = replay_calibrated(fit_without[corpus.name], run, phase2)
+            totals[POLICIES[1]].add(tally(case, run, status, shown, options, keyword_ranked))
+        for policy in POLICIES:
+            table[policy][corpus.name] = totals[policy].row()
+            pooled[policy].add(totals[policy])
+    for policy in POLICIES:
+        table[policy]["pooled"] = pooled[policy].row()
+    return table
+
+
+def _pct(x: float | int | None) -> str:
+    return "–" if x is None else f"{100 * float(x):.1f} %"
+
+
+def markdown(table: dict[str, dict[str, dict[str, float | int | None]]]) -> str:
+    head = ("| policy | corpus | cases | top-1 | top-3 | right outcome | wrong / answers | wrong / all | "
+            "OOD no match | needless clarify | top-3 fused / keyword / semantic (n) |\n"
+            "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    lines = [head]
+    for policy, rows in table.items():
+        for corpus, r in rows.items():
+            legs = f"{r['fused_top3']} / {r['keyword_top3']} / {r['semantic_top3']} ({r['legs_n']})"
+            lines.append(
+                f"| {policy} | {corpus} | {r['cases']} | {_pct(r['top1'])} | {_pct(r['top3'])} | "
+                f"{_pct(r['right_outcome'])} | {_pct(r['wrong_of_answers'])} ({r['wrong_answers']}/{r['answers']}) | "
+                f"{_pct(r['wrong_of_all'])} | {_pct(r['ood_no_match'])} | {_pct(r['needless_clarifications'])} | "
+                f"{legs} |"
+            )
+    return "\n".join(lines)
+
+
+def write(path: Path, table: dict[str, dict[str, dict[str, float | int | None]]], meta: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**meta, "table": table}, indent=2) + "\n", encoding="utf-8")
