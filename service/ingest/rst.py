@@ -672,7 +672,9 @@ class _Renderer:
         if isinstance(node, (nodes.Admonition, _Callout)):
             return [self.admonition(node)]
         if isinstance(node, nodes.table):
-            return [self.table(node)]
+            title = node[0] if node.children and isinstance(node[0], nodes.title) else None
+            caption = [_Out("para", f"**{self.inline(title)}**", _plain_of(title))] if title else []
+            return [*caption, self.table(node)]
         if isinstance(node, (nodes.rubric, _Signature)):
             inner = self.inline(node)
             text = _code_span(node.astext()) if isinstance(node, _Signature) else f"**{inner}**"
@@ -775,7 +777,7 @@ class _Renderer:
                 if isinstance(part, (nodes.thead, nodes.tbody)):
                     for row in part.children:
                         cells = [
-                            " ".join(self.join(self.children(entry)).split()).replace("|", "\\|")
+                            " ".join(self.join(self.children(entry)).split())
                             for entry in row.children if isinstance(entry, nodes.Element)
                         ]
                         rows.append(cells)
