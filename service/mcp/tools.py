@@ -236,12 +236,12 @@ def standalone_schema(openapi: Mapping[str, Any], schema: Mapping[str, Any]) -> 
     `$ref` names becomes the root (MCP wants `type: object` there), and every component it
     reaches is kept under `$defs`."""
     components: Mapping[str, Any] = openapi.get("components", {}).get("schemas", {})
-    found: dict[str, Any] = {}
-    _referenced(schema, components, found)
     root: Any = schema
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith(_COMPONENTS) and len(schema) == 1:
         root = components[ref[len(_COMPONENTS):]]
+    found: dict[str, Any] = {}
+    _referenced(root, components, found)
     out: dict[str, Any] = _rewrite_refs(root)
     if found:
         out["$defs"] = {name: _rewrite_refs(component) for name, component in found.items()}
