@@ -863,9 +863,17 @@ def _line(node: nodes.Node) -> int:
 # --- public API -----------------------------------------------------------------
 
 
-@lru_cache(maxsize=1024)
+CACHED_PAGE_CHARS = 256 * 1024
+"""Drafts of pages up to this size are kept (512 of them) between the two steps; a larger
+page is parsed again in the second step rather than held in memory."""
+
+
 def read_rst(text: str, docname: str) -> RstDraft:
     """Parse one page (LF line ends expected); cross-references still open. Raises RstError."""
+    return _read_cached(text, docname) if len(text) <= CACHED_PAGE_CHARS else _read(text, docname)
+
+
+def _read(text: str, docname: str) -> RstDraft:
     document = _doctree(_PRIVATE.sub("", text))
     renderer = _Renderer(docname)
     try:
@@ -887,6 +895,9 @@ def read_rst(text: str, docname: str) -> RstDraft:
         stub=renderer.prose < STUB_PROSE_CHARS and (renderer.structure > 0 or renderer.prose == 0),
     )
     return RstDraft(docname, page, tuple(renderer.xrefs), _labels(document, docname), renderer.h1)
+
+
+_read_cached = lru_cache(maxsize=512)(_read)
 
 
 def sphinx_project(drafts: Iterable[RstDraft]) -> SphinxProject:
