@@ -52,6 +52,8 @@ class SeedReport(Base, frozen=True):
     """`file:line: broken link ...` for each internal link that reaches nothing (flag `warn`)."""
     prepare_seconds: float = 0.0
     """Parsing, link check and chunking (before the transaction)."""
+    parse_ms_per_page: float = 0.0
+    """Reading and parsing the pages (dialect included), per page kept."""
     seconds: float = 0.0
 
     @property
@@ -93,7 +95,17 @@ class SeedOptions:
 
 def prepare(seeds_dir: Path, chunker: Chunker, options: SeedOptions) -> tuple[list[Document], list[Chunk], list[str]]:
     """Parse, link-check and chunk everything; raises SeedError before any write."""
+    documents, chunks, broken, _ = _prepare(seeds_dir, chunker, options)
+    return documents, chunks, broken
+
+
+def _prepare(
+    seeds_dir: Path, chunker: Chunker, options: SeedOptions
+) -> tuple[list[Document], list[Chunk], list[str], float]:
+    """`prepare`, and the parse time per page in milliseconds."""
+    started = time.perf_counter()
     corpus = parse_corpus(seeds_dir, options.rules)
+    parse_ms = (time.perf_counter() - started) * 1000 / max(len(corpus), 1)
     broken = check_links(corpus, seeds_dir)
     if broken and options.broken_links == "fail":
         raise SeedError([SeedFileError(b.path, f"line {b.line}: broken link {b.target!r}: {b.reason}")
@@ -102,7 +114,7 @@ def prepare(seeds_dir: Path, chunker: Chunker, options: SeedOptions) -> tuple[li
         log.warning("seed: %d broken internal link(s), e.g. %s", len(broken), "; ".join(map(str, broken[:5])))
     documents = [entry.doc for entry in corpus]
     chunks = [chunk for doc in documents for chunk in chunker(doc)]
-    return documents, chunks, [str(b) for b in broken]
+    return documents, chunks, [str(b) for b in broken], parse_ms
 
 
 async def seed(
@@ -110,7 +122,7 @@ async def seed(
 ) -> SeedReport:
     """Bring the database in line with `seeds_dir`; see the module docstring."""
     started = time.perf_counter()
-    documents, chunks, broken = prepare(seeds_dir, chunker, options or SeedOptions())
+    documents, chunks, broken, parse_ms = _prepare(seeds_dir, chunker, options or SeedOptions())
     prepared = time.perf_counter()
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("select pg_advisory_xact_lock($1)", SEED_LOCK_KEY)
@@ -118,10 +130,12 @@ async def seed(
         chunk_counts = await _sync_chunks(conn, chunks, already_deleted=orphaned)
     report = SeedReport(
         documents=doc_counts, chunks=chunk_counts, broken_links=tuple(broken),
-        prepare_seconds=round(prepared - started, 3), seconds=round(time.perf_counter() - started, 3),
+        prepare_seconds=round(prepared - started, 3), parse_ms_per_page=round(parse_ms, 2),
+        seconds=round(time.perf_counter() - started, 3),
     )
-    log.info("seed finished in %.2f s (parse+chunk %.2f s): documents %s, chunks %s, %d broken link(s)",
-             report.seconds, report.prepare_seconds, report.documents, report.chunks, len(broken))
+    log.info("seed finished in %.2f s (parse+chunk %.2f s, parse %.2f ms/page): documents %s, chunks %s,"
+             " %d broken link(s)", report.seconds, report.prepare_seconds, report.parse_ms_per_page,
+             report.documents, report.chunks, len(broken))
     return report
 
 

@@ -16,8 +16,8 @@ from service.flags import SeedingFlags
 from service.ingest import parse
 from service.ingest.dialects import (
     DIALECT_NAMES,
-    AnchorStyle,
     Anchors,
+    AnchorStyle,
     Dialect,
     detect_dialect,
     dialect_spec,
