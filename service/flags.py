@@ -63,6 +63,9 @@ class RetrievalFlags(_Flags, frozen=True):
     """The largest `top_k` a request may ask for (the API schema publishes it)."""
     max_chunks_per_doc: PositiveInt = 2
     candidate_pool: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
+    stub_page_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.25
+    """A stub page's score (only an include, a directive, links or properties) × this: kept for
+    links and /documents, never the answer or an option on its own; 1: off."""
 
     def __post_init__(self) -> None:
         self._require(self.default_top_k <= self.max_top_k, "default_top_k", "max_top_k")
@@ -530,6 +533,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "retrieval.max_top_k": "largest top_k a request may ask (published in the OpenAPI schema); <= candidate_pool",
     "retrieval.max_chunks_per_doc": "phase 2+ de-duplication (lifted for multi-intent queries)",
     "retrieval.candidate_pool": "candidates each leg hands to fusion",
+    "retrieval.stub_page_factor": "a stub page's score × this (a page with nothing of its own: an include, a directive, "
+    "links or properties); 1: off",
     "typo.min_token_length": "shorter tokens are never corrected",
     "typo.max_token_length": "longer tokens are never corrected: bounds the fuzzy work",
     "typo.similarity_cutoff": 'rapidfuzz ratio (0-100) a correction must reach ("task" → "ask" is 85.7)',

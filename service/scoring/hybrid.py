@@ -303,10 +303,18 @@ class HybridRetriever:
         return HybridLegs(keyword=keyword, hits=hits, timings=dict(timings), explain_keyword=found.explained)
 
     def page_prior(self, flags: Flags) -> Callable[[str], float] | None:
+        """A page's factor on its fused score: short pages (`fusion.short_page_chars`) and stub
+        pages (`retrieval.stub_page_factor`) rank lower; None when neither applies."""
         floor, power = flags.fusion.short_page_chars, flags.fusion.short_page_power
-        if floor <= 0:
+        stub = flags.retrieval.stub_page_factor
+        if floor <= 0 and stub >= 1:
             return None
-        return lambda slug: short_page_prior(self.indexes.page_chars(slug), floor, power)
+
+        def prior(slug: str) -> float:
+            short = short_page_prior(self.indexes.page_chars(slug), floor, power) if floor > 0 else 1.0
+            return short * (stub if self.indexes.is_stub(slug) else 1.0)
+
+        return prior
 
     def fuse(self, query: NormalizedQuery, legs: HybridLegs, flags: Flags) -> HybridCandidates:
         """Fuse the legs with the flags' method and weights, then de-duplicate."""
