@@ -27,7 +27,7 @@ from service.api import (
     retrieve,
     review,
 )
-from service.api.body import require_json_body
+from service.api.body import MAX_BODY_BYTES, require_json_body  # the request limits' home
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.feedback import feedback_router
 from service.api.openapi import (
@@ -49,8 +49,6 @@ from service.pipeline import TierFaults
 from service.settings import Settings
 from service.state import STATE_KEY, AppState, CorpusSnapshot
 from service.wiring import build_pipeline
-
-MAX_BODY_BYTES = 16 * 1024  # a query is at most a few hundred characters
 
 
 def create_app(

@@ -11,6 +11,11 @@ floats are accepted where an int is expected.
 Litestar also parses any body as JSON whatever its Content-Type says;
 `require_json_body` (the app's before-request hook, run after the guards and
 before the body is parsed) answers 415 instead.
+
+The same hook refuses a body nested deeper than `MAX_JSON_DEPTH` (400 naming the
+limit) before anything decodes it: msgspec and the strict re-decode recurse once
+per level, and a 2 KB body of 5,000 `[` would otherwise end in RecursionError (500).
+One scan of the raw bytes, for every operation that takes a JSON body.
 """
 
 from __future__ import annotations
@@ -22,12 +27,20 @@ import msgspec
 from litestar import Request
 from litestar.exceptions import HTTPException, ValidationException
 
-from service.api.errors import BODY
+from service.api.errors import BODY, readable_json_error
 
 T = TypeVar("T")
 
 JSON_MEDIA_TYPE = "application/json"
 _AT_PATH = re.compile(r"^(.*) - at `\$\.([^`]+)`$")
+
+# The request limits, in one place (service/app.py applies the size; /context has its own, larger).
+MAX_BODY_BYTES = 16 * 1024
+"""A query is at most a few hundred characters."""
+MAX_JSON_DEPTH = 32
+"""Arrays and objects inside each other; the API's own bodies nest a handful of levels."""
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_NESTING = re.compile(rb"[\[\]{}]")
 
 
 class UnsupportedMediaType(HTTPException):
@@ -51,6 +64,24 @@ async def require_json_body(request: Request[Any, Any, Any]) -> None:
             f"unsupported Content-Type {media_type or '(none)'!r}: send {JSON_MEDIA_TYPE}",
             extra=[{"field": "Content-Type", "message": f"expected {JSON_MEDIA_TYPE}"}],
         )
+    if json_depth(await request.body(), MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise invalid(BODY, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+def json_depth(raw: bytes, limit: int) -> int:
+    """How deep arrays and objects nest in `raw` (brackets outside strings), counted up to
+    `limit + 1`: linear in the body, whatever it holds (malformed JSON is counted as far as it goes)."""
+    text = _JSON_STRING.sub(b"0", raw)  # every string closed: any quote left opens one
+    unterminated = text.find(b'"')  # a string that never closes: the rest is inside it
+    if unterminated >= 0:
+        text = text[:unterminated]
+    depth = deepest = 0
+    for bracket in _JSON_NESTING.finditer(text):
+        depth += 1 if bracket[0] in (b"[", b"{") else -1
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+    return deepest
 
 
 def invalid(field: str, message: str) -> ValidationException:
@@ -65,7 +96,7 @@ async def strict_body(request: Request[Any, Any, Any], type_: type[T], *, option
     try:
         value = msgspec.json.decode(raw)
     except msgspec.DecodeError as err:
-        raise invalid(BODY, f"not valid JSON: {err}") from err
+        raise invalid(BODY, readable_json_error(str(err))) from err
     try:
         return msgspec.convert(_integral_floats_as_ints(value), type_, strict=True)
     except msgspec.ValidationError as err:

@@ -94,9 +94,23 @@ def _problem(item: Any) -> dict[str, Any]:
     return {"field": field, "message": message}
 
 
+_TRUNCATED = "Input data was truncated"
+_MALFORMED = "JSON is malformed: "
+
+
+def readable_json_error(message: str) -> str:
+    """msgspec's decode errors as a person reads them ("Input data was truncated" says
+    nothing about the body); any other message unchanged."""
+    if message == _TRUNCATED:
+        return "the request body is not complete JSON: it ends early"
+    if message.startswith(_MALFORMED):
+        return "the request body is not valid JSON: " + message.removeprefix(_MALFORMED)
+    return message
+
+
 def _validation_error(exc: HTTPException) -> ErrorBody:
     """Every 400 in one shape: an error naming the field(s), one entry per field."""
-    text = str(exc.detail)
+    text = readable_json_error(str(exc.detail))
     if isinstance(exc.extra, list) and exc.extra:
         problems = [_problem(item) for item in exc.extra]
     elif at := _AT_PATH.search(text):  # a msgspec message of our strict decode
@@ -104,20 +118,32 @@ def _validation_error(exc: HTTPException) -> ErrorBody:
         text = text[: at.start()]
     else:
         problems = [{"field": BODY, "message": text}]
+    problems = [{**p, "message": readable_json_error(str(p["message"]))} for p in problems]
     if text.startswith(_GENERIC) or not text:  # Litestar's text names no field: ours does
         text = "invalid request: " + "; ".join(f"`{p['field']}`: {p['message']}" for p in problems)
     return ErrorBody(error=text, detail=problems)
 
 
 def http_exception_handler(
-    _: Request[Any, Any, Any], exc: HTTPException
+    request: Request[Any, Any, Any], exc: HTTPException
 ) -> Response[ErrorBody]:
     if exc.status_code == 400:
         body = _validation_error(exc)
+    elif exc.status_code == 413:
+        body = ErrorBody(error=_too_large(request, str(exc.detail)))
     else:
         extra = exc.extra
         body = ErrorBody(error=exc.detail, detail=list(extra) if isinstance(extra, list) and extra else None)
     return Response(body, status_code=exc.status_code, headers=exc.headers)
+
+
+def _too_large(request: Request[Any, Any, Any], detail: str) -> str:
+    """Litestar's 413 says "Request Entity Too Large"; this one also says which limit."""
+    try:
+        limit = request.route_handler.resolve_request_max_body_size()
+    except Exception:  # no route resolved: the bare message rather than a 500
+        limit = None
+    return f"{detail}: the request body is larger than {limit} bytes" if limit else detail
 
 
 def internal_error_handler(

@@ -38,8 +38,10 @@ class Ready(Base, frozen=True):
     decision_policy: str = "seed_rules"
     """The answer / clarify / no-match rule in force (`decision.policy`, once its file loaded)."""
     calibration: str | None = None
-    """The fitted calibration file's version (service/decide/data/calibration.json)."""
+    """The fitted calibration file's version (service/decide/data/calibration.json); only while
+    `decision.policy` is `calibrated` (the seed rules use no fit)."""
     calibration_error: str | None = None
+    """Why `calibrated` runs on the seed rules or the portable fit; only while it is the policy."""
     phase: int | None = None
     """The configured phase (the `phase` flag: file, environment or runtime override)."""
     phase_in_force: int | None = None
@@ -81,6 +83,7 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             f"migrations behind: database at {counts.migration_version},"
             f" code expects {st.expected_migration}", db
         )
+    calibration, calibration_error = _calibration(state)
     return Response(
         Ready(
             ready=True, documents=counts.documents, chunks=counts.chunks,
@@ -89,11 +92,21 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             semantic_ready=semantic is not None and semantic.serving_model is not None and not semantic.indexing,
             embedding_model=semantic.serving_model if semantic else None,
             semantic_error=semantic.error if semantic else None,
-            database=db, decision_policy=st.decision.policy(), calibration=st.decision.calibration(),
-            calibration_error=st.decision.error(), **_phases(state),
+            database=db, decision_policy=st.decision.policy(), calibration=calibration,
+            calibration_error=calibration_error, **_phases(state),
         ),
         status_code=200,
     )
+
+
+def _calibration(state: State) -> tuple[str | None, str | None]:
+    """The fit and its problem where the configured `decision.policy` uses a fit, else nothing:
+    under `seed_rules` a missing or foreign fit changes no answer and asks nothing of the operator."""
+    ops = state.get(OPS_KEY)
+    if not isinstance(ops, Operations) or ops.flags().decision.policy != "calibrated":
+        return None, None
+    decision = get_state(state).decision
+    return decision.calibration(), decision.error()
 
 
 def _phases(state: State) -> dict[str, int | None]:

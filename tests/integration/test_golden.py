@@ -109,11 +109,19 @@ async def test_golden_case_under_the_other_policy(
     await _replay_one(service_client, case, phase)
 
 
-async def test_ready_names_the_fitted_decision_model(service_client: Any) -> None:
-    ready = (await service_client.get("/ready")).json()
+async def test_ready_names_the_fitted_decision_model_only_under_calibrated(service_client: Any) -> None:
+    """Issue 33 item 5: the fit is reported where the policy in force uses it, nowhere else."""
+    from tests.conftest import decision_policy
+
+    async with decision_policy(service_client, "calibrated"):
+        ready = (await service_client.get("/ready")).json()
+    assert ready["decision_policy"] == "calibrated", ready
     assert ready["calibration"].startswith("seed-"), ready
     assert ready["calibration_error"] is None
-    assert ready["decision_policy"] in ("seed_rules", "calibrated")
+    async with decision_policy(service_client, "seed_rules"):
+        ready = (await service_client.get("/ready")).json()
+    assert ready["decision_policy"] == "seed_rules", ready
+    assert ready["calibration"] is None and ready["calibration_error"] is None, ready
 
 
 async def _replay_one(service_client: Any, case: GoldenCase, phase: int) -> None:

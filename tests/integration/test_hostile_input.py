@@ -10,6 +10,8 @@ longer than `typo.max_token_length` never reach the fuzzy matcher.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +19,14 @@ import asyncpg
 import pytest
 from rapidfuzz import process
 
+from service.api.body import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from service.api.schemas import MAX_QUERY_CHARS
 from service.db import repo
 from service.flags import load_flags_file
 from service.normalize import query as query_module
 from service.settings import PROJECT_ROOT
 from service.state import get_state
+from tests.conftest import ADMIN_TOKEN_FOR_TESTS, post_beside
 
 JSON = {"Content-Type": "application/json"}
 
@@ -44,7 +48,11 @@ def _q(query: str, **extra: Any) -> bytes:
 
 
 def _nested(depth: int) -> bytes:
+    """`depth` arrays inside the query field (the object around them is one more level)."""
     return b'{"query": ' + b"[" * depth + b"1" + b"]" * depth + b"}"
+
+
+DEPTH_LIMIT = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
 
 
 CASES: list[Hostile] = [
@@ -58,7 +66,10 @@ CASES: list[Hostile] = [
     Hostile("2001 raw characters", _q(" " * 2001 + "home"), "200", decision="clarify", top="concepts/home"),
     Hostile("2001 visible characters", _q("a" * 2001), "4xx", fragment="1–500 characters"),
     Hostile("1 MiB body", _q("a" * 2**20), "4xx", fragment="Request Entity Too Large"),
+    Hostile("1 MiB body names the limit", _q("a" * 2**20), "4xx", fragment=f"larger than {MAX_BODY_BYTES} bytes"),
     Hostile("deeply nested JSON", _nested(10_000), "4xx"),
+    *(Hostile(f"JSON nested {depth} deep", _nested(depth), "4xx", fragment=DEPTH_LIMIT)
+      for depth in (MAX_JSON_DEPTH + 1, 1_000, 2_000, 5_000)),
     # bytes and characters
     Hostile("invalid UTF-8", b'{"query": "caf\xe9 \xff\xfe"}', "4xx"),
     Hostile("NUL and control characters", _q("work\x00space\x07 \x1b[31mhome"), "200",
@@ -105,7 +116,7 @@ CASES: list[Hostile] = [
     Hostile("empty body", b"", "4xx"),
     Hostile("JSON array body", b'["home"]', "4xx"),
     Hostile("JSON string body", b'"home"', "4xx"),
-    Hostile("truncated JSON", b'{"query": "ho', "4xx"),
+    Hostile("truncated JSON", b'{"query": "ho', "4xx", fragment="not complete JSON: it ends early"),
     Hostile("trailing garbage", b'{"query": "home"} xyz', "4xx"),
     Hostile("wrong content type", _q("home"), "200-or-415", headers={"Content-Type": "text/plain"}),
     Hostile("form content type", b"query=home", "4xx",
@@ -168,6 +179,113 @@ async def test_hostile_context(service_client: Any) -> None:
         assert response.json()["error"]
     response = await service_client.post("/context", content=b"x" * (40 * 1024), headers=JSON)
     assert response.status_code == 413
+
+
+# --- the sweep: every operation that reads a JSON body, every depth, sizes at the limit ----------
+
+SWEEP_DEPTHS = (10, 100, 500, 1_000, 2_000, 5_000, 10_000)
+AUTH = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
+
+
+@dataclass(frozen=True)
+class JsonOperation:
+    method: str
+    path: str
+    admin: bool
+    limit: int
+    """The operation's body size limit (`request_max_body_size`)."""
+
+
+def _json_operations(app: Any) -> list[JsonOperation]:
+    """Every operation of the app whose handler takes a body (`data`), read from the app
+    itself so a new endpoint is swept without editing this test."""
+    found = []
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            if "data" not in handler.parsed_fn_signature.parameters:
+                continue
+            path = re.sub(r"\{[^}]*\}", "hostile-id", route.path)
+            for method in sorted(handler.http_methods):
+                found.append(JsonOperation(method, path, bool(handler.resolve_guards()),
+                                           handler.resolve_request_max_body_size()))
+    return found
+
+
+def _deep_bodies(depth: int) -> Iterator[tuple[str, bytes]]:
+    yield "arrays", b"[" * depth + b"]" * depth
+    yield "objects", b'{"a":' * depth + b"1" + b"}" * depth
+    yield "query field", _nested(depth)
+
+
+def _sized(size: int) -> bytes:
+    """A JSON object of exactly `size` bytes (one long string field)."""
+    body = _q("")
+    return _q("a" * (size - len(body)))
+
+
+@pytest.fixture
+async def feedback_unthrottled(service_client: Any) -> AsyncIterator[None]:
+    """/feedback is rate-limited per client (30 a minute): lifted while the sweep runs, then put
+    back and its count cleared, so the shared app's later /feedback calls are not throttled."""
+    raised = await service_client.put("/admin/flags", json={"feedback.rate_limit_per_minute": 100_000},
+                                      headers=AUTH)
+    assert raised.status_code == 200, raised.text
+    try:
+        yield
+    finally:
+        response = await service_client.delete("/admin/flags/feedback.rate_limit_per_minute", headers=AUTH)
+        assert response.status_code in (200, 204), response.text
+        store = service_client.app.stores.get("feedback_rate_limit")
+        service_client.blocking_portal.call(store.delete_all)
+
+
+async def test_every_json_operation_survives_depth_and_size(
+    service_client: Any, fingerprint_before: str, feedback_unthrottled: None
+) -> None:
+    """Issue 33: depths 10 … 10,000 and sizes around each limit, on every JSON operation, with and
+    without the admin token: never a 5xx; a body over the size limit is a 413 naming that limit; a
+    body within it but nested deeper than MAX_JSON_DEPTH is a 400 naming the depth limit."""
+    operations = _json_operations(service_client.app)
+    paths = {op.path for op in operations}
+    assert {"/retrieve", "/context", "/feedback", "/admin/flags"} <= paths, paths
+    failures: list[str] = []
+    sent = 0
+    for op in operations:
+        for token in (False, True):
+            headers = {**JSON, **(AUTH if token else {})}
+            cases = [(f"{shape} {depth} deep", body, depth)
+                     for depth in SWEEP_DEPTHS for shape, body in _deep_bodies(depth)]
+            cases += [(f"{size} bytes", _sized(size), 2) for size in (op.limit - 1, op.limit, op.limit + 1)]
+            for label, body, depth in cases:
+                response = await service_client.request(op.method, op.path, content=body, headers=headers)
+                sent += 1
+                status, text = response.status_code, response.text
+                if op.admin and not token:
+                    expected, fragment = 401, ""  # the guard answers before the body is read
+                elif len(body) > op.limit:
+                    expected, fragment = 413, f"larger than {op.limit} bytes"
+                elif depth > MAX_JSON_DEPTH:
+                    expected, fragment = 400, DEPTH_LIMIT
+                else:
+                    expected, fragment = 0, ""  # within both limits: any answer but a 5xx
+                wrong = status >= 500 or (expected and status != expected) or fragment not in text
+                if wrong:
+                    failures.append(f"{op.method} {op.path} token={token} {label}: {status} {text[:160]}")
+    assert not failures, f"{len(failures)} of {sent}:\n" + "\n".join(failures[:20])
+
+
+async def test_chunked_body_over_the_limit_is_413(service_client: Any) -> None:
+    """No Content-Length to refuse on: the limit applies to the bytes as they arrive."""
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(MAX_BODY_BYTES // 1024 + 1):
+            yield b" " * 1024
+
+    # A generator body goes out chunked; the test transport streams only sync ones.
+    response = await post_beside(service_client, "/retrieve", content=chunks(), headers=JSON)
+    assert "content-length" not in {k.lower() for k in response.request.headers}
+    assert response.status_code == 413, response.text
+    assert f"larger than {MAX_BODY_BYTES} bytes" in response.json()["error"]
 
 
 async def test_corpus_unchanged_after_hostile_input(service_client: Any, fingerprint_before: str) -> None:
