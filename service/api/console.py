@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import Response, get, post
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from litestar.exceptions import ClientException, NotFoundException, ValidationException
 from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, JSONBody
@@ -184,7 +185,7 @@ async def replay_files(state: State) -> GoldenFiles:
 @post("/admin/replay", guards=[admin_guard], status_code=200, responses=_ERRORS,
       request_max_body_size=2 * MAX_YAML_BYTES, operation_class=ReplayOperation,
       summary="Replay a golden file in-process through this service's pipeline")
-async def replay(data: JSONBody[ReplayRequest], state: State, pipeline: Pipeline) -> ReplayReport:
+async def replay(data: JSONBody[ReplayRequest], state: State, pipeline: NamedDependency[Pipeline]) -> ReplayReport:
     source, golden = _cases_of(data, get_state(state).settings.golden_dir)
     cases = golden.cases
     runs = sum(len(phases_of(case, data.phase)) for case in cases) + sum(len(d.turns) for d in golden.dialogues)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import Request, post
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from service.api.body import invalid, strict_required
@@ -147,7 +148,7 @@ def _assemble(inputs: ContextInputs, budget: Budget, overridden: set[str]) -> Co
       status_code=200, request_max_body_size=MAX_BODY_BYTES,
       responses=client_errors(400, 413))
 async def context(
-    data: JSONBody[ContextRequest], state: State, request: Request[Any, Any, Any], pipeline: Pipeline,
+    data: JSONBody[ContextRequest], state: State, request: Request[Any, Any, Any], pipeline: NamedDependency[Pipeline],
 ) -> ContextResponse:
     started = time.perf_counter()
     data = await strict_required(request, ContextRequest)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import HttpMethod, Request, Response, delete, get, post, route
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from litestar.exceptions import ClientException, NotFoundException
 from litestar.params import FromPath, JSONBody
 
@@ -82,7 +83,7 @@ async def list_curations(state: State) -> dict[str, Any]:
 @post("/admin/curations", guards=[admin_guard], status_code=201,
       responses=client_errors(400, 401, 403, 409, 503), summary="Pin or hide a page for a query")
 async def create_curation(
-    data: JSONBody[CurationRequest], state: State, request: Request[Any, Any, Any], pipeline: Pipeline,
+    data: JSONBody[CurationRequest], state: State, request: Request[Any, Any, Any], pipeline: NamedDependency[Pipeline],
 ) -> dict[str, Any]:
     body = await strict_required(request, CurationRequest)
     curator = curator_of(state)

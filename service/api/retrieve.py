@@ -8,6 +8,7 @@ from typing import Any
 
 from litestar import Request, post
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from litestar.exceptions import ValidationException
 from litestar.params import JSONBody
 
@@ -84,7 +85,7 @@ def response_of(outcome: Outcome, clarification: ClarificationOut | None = None)
 @post("/retrieve", summary="Retrieve documentation evidence and a decision", status_code=200,
       responses=client_errors(400, 413))
 async def retrieve(
-    data: JSONBody[RetrieveRequest], state: State, request: Request[Any, Any, Any], pipeline: Pipeline,
+    data: JSONBody[RetrieveRequest], state: State, request: Request[Any, Any, Any], pipeline: NamedDependency[Pipeline],
 ) -> RetrieveResponse:
     categories = corpus_categories(get_state(state))
     data = await strict_required(request, RetrieveRequest)
