@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import msgspec
-
 from service.decide.seed_rules import MULTI_INTENT_DEPTH
 from service.domain.candidates import Candidates
 from service.domain.types import Evidence, NormalizedQuery
@@ -26,6 +24,7 @@ from service.scoring.chunks import dedupe_per_document
 from service.scoring.hybrid import HybridRetriever
 from service.scoring.indexes import CorpusIndexes
 from service.scoring.keyword import KeywordIndex
+from service.scoring.page_priors import lowered, page_factor
 from service.scoring.semantic import SemanticSearch
 from service.scoring.tier1_cache import Tier1Cache
 
@@ -59,17 +58,6 @@ def stub_pages(indexes: CorpusIndexes, flags: Flags) -> Callable[[str], bool]:
     (`fusion.short_page_chars`): a query naming one is not answered by its title alone."""
     floor = flags.fusion.short_page_chars
     return lambda slug: indexes.is_stub(slug) or indexes.page_chars(slug) < floor
-
-
-def stubs_lowered(results: list[Evidence], indexes: CorpusIndexes, flags: Flags) -> list[Evidence]:
-    """The keyword ranking with each stub page's score × `retrieval.stub_page_factor`, re-sorted
-    (phase 3 applies the same factor in the fusion's page prior)."""
-    factor = flags.retrieval.stub_page_factor
-    if factor >= 1 or not any(indexes.is_stub(e.doc_slug) for e in results):
-        return results
-    lowered = [msgspec.structs.replace(e, score=e.score * factor) if indexes.is_stub(e.doc_slug) else e
-               for e in results]
-    return sorted(lowered, key=lambda e: -e.score)
 
 
 def part_rankings(index: KeywordIndex, ctx: TierContext) -> tuple[list[Evidence], ...]:
@@ -111,7 +99,7 @@ class KeywordTier:
             ctx.query.tokens, category=ctx.category, limit=flags.retrieval.candidate_pool, notes=ctx.notes,
             lexical=flags.lexical,
         )
-        results, trimmed = stubs_lowered(hits.results, indexes, flags), 0
+        results, trimmed = lowered(hits.results, page_factor(indexes, flags, ctx.query)), 0
         if self.phase == 2 and not ctx.query.is_multi_intent:
             results, trimmed = dedupe_per_document(results, flags.retrieval.max_chunks_per_doc)
         stats: dict[str, float | int] = {

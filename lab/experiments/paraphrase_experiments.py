@@ -98,13 +98,12 @@ async def run(session: Any, cases: list[Any], flags: Any) -> None:
                             category=chunks[i].category, title=chunks[i].title, header_path=chunks[i].header_path,
                             chunk_hash=chunks[i].chunk_hash, similarity=float(sim[i])) for i in order]
 
-    short_page = pipe.hybrid().page_prior(flags)  # the short-page prior, as the service applies it
 
     def fused(query: Any, keyword: list[Any], hits: list[SemanticHit], w: tuple[float, float],
               method: FusionMethod = FusionMethod.weighted) -> list[str]:
         ev = fuse_evidence(keyword, hits, method=method, weights=w, query_type=query.query_type,
                            rrf_k=60, doc_info=idx.doc_info, chunk_text=idx.chunk_text,
-                           page_prior=short_page).ranking
+                           page_prior=pipe.hybrid().page_prior(flags, query)).ranking
         if not query.is_multi_intent:
             ev, _ = dedupe_per_document(ev, 2)
         return page_ranking(e.doc_slug for e in ev)

@@ -45,6 +45,7 @@ from service.scoring.fusion import (
 )
 from service.scoring.indexes import CorpusIndexes
 from service.scoring.keyword import make_snippet, plain_text, shown_score
+from service.scoring.page_priors import page_factor
 from service.scoring.semantic import SemanticHit, SemanticSearch, semantic_signal
 
 ChunkKey = tuple[str, int]
@@ -302,17 +303,17 @@ class HybridRetriever:
         hits, timings = await semantic
         return HybridLegs(keyword=keyword, hits=hits, timings=dict(timings), explain_keyword=found.explained)
 
-    def page_prior(self, flags: Flags) -> Callable[[str], float] | None:
-        """A page's factor on its fused score: short pages (`fusion.short_page_chars`) and stub
-        pages (`retrieval.stub_page_factor`) rank lower; None when neither applies."""
+    def page_prior(self, flags: Flags, query: NormalizedQuery) -> Callable[[str], float] | None:
+        """A page's factor on its fused score: the short-page prior (`fusion.short_page_chars`)
+        times every phase's page priors (`page_priors.page_factor`); None when none applies."""
         floor, power = flags.fusion.short_page_chars, flags.fusion.short_page_power
-        stub = flags.retrieval.stub_page_factor
-        if floor <= 0 and stub >= 1:
-            return None
+        factor = page_factor(self.indexes, flags, query)
+        if floor <= 0:
+            return factor
 
         def prior(slug: str) -> float:
-            short = short_page_prior(self.indexes.page_chars(slug), floor, power) if floor > 0 else 1.0
-            return short * (stub if self.indexes.is_stub(slug) else 1.0)
+            short = short_page_prior(self.indexes.page_chars(slug), floor, power)
+            return short if factor is None else short * factor(slug)
 
         return prior
 
@@ -324,7 +325,7 @@ class HybridRetriever:
         fused = fuse_evidence(
             legs.keyword, legs.hits, method=method, weights=weights, query_type=query.query_type,
             rrf_k=flags.fusion.rrf_k, doc_info=self.indexes.doc_info, chunk_text=self.indexes.chunk_text,
-            explain_keyword=legs.explain_keyword, page_prior=self.page_prior(flags),
+            explain_keyword=legs.explain_keyword, page_prior=self.page_prior(flags, query),
         )
         ranking, trimmed = fused.ranking, 0
         if not query.is_multi_intent:

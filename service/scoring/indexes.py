@@ -38,6 +38,10 @@ class CorpusIndexes:
         # Once per snapshot: phase 3 asks for every candidate page of every query.
         return {slug: len(doc.content.strip()) for slug, doc in self.documents_by_slug.items()}
 
+    @cached_property
+    def has_stubs(self) -> bool:
+        return any(doc.stub for doc in self.documents_by_slug.values())
+
     def is_stub(self, slug: str) -> bool:
         """A page with nothing to say on its own (only an include, a directive, links or
         properties; `Document.stub`, marked at seed): never the answer or an option alone."""
