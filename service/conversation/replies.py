@@ -36,6 +36,15 @@ _NO = {
     "no", "n", "nope", "nah", "not that", "neither", "none", "wrong", "not really",
     "no thanks", "not that one", "none of them", "neither of them", "no neither",
 }
+# Words that turn a reply down ("no, not those", "none of these", "neither one")...
+_NEGATIONS = {"no", "n", "nope", "nah", "not", "neither", "none", "nor", "wrong", "nothing", "never"}
+# ...and the words such a reply may carry besides them without asking anything else.
+_DECLINE_FILLER = {
+    "those", "these", "them", "either", "any", "of", "one", "ones", "it", "that", "this", "is", "isn", "t",
+    "s", "the", "a", "thanks", "thank", "you", "really", "please", "sorry", "i", "dont", "don", "want",
+    "mean", "meant", "was", "looking", "for", "what", "quite", "at", "all", "options", "option", "page",
+    "pages", "right", "correct", "sure", "but", "still", "just",
+}
 # Words a reply may carry around its choice without turning into a new question.
 _FILLER = {
     "the", "a", "an", "one", "ones", "option", "page", "please", "i", "mean", "meant", "want",
@@ -89,12 +98,14 @@ def resolve(text: str, clarification: Clarification) -> Reply:
             return Reply(kind="chosen", option=option, how=f"title '{option.title}'")
 
     # Yes / no to a confirmation of one page.
+    declined = _is_decline(words)
     if clarification.kind in ("confirm", "weak") or len(options) == 1:
         if phrase in _YES or (words[0] in _YES and set(words[1:]) <= _FILLER | _YES):
             return Reply(kind="chosen", option=options[0], how="yes")
-        if phrase in _NO or (words[0] in _NO and set(words[1:]) <= _FILLER | _NO):
+        if declined:
             return Reply(kind="declined", remaining=options[1:], how="no")
-    elif phrase in _NO:
+    elif declined:
+        # Every option was on offer at once: nothing is left to offer.
         return Reply(kind="declined", remaining=(), how="none of them")
 
     # An ordinal: "2", "the second one", "first", "the last one".
@@ -124,6 +135,17 @@ def resolve(text: str, clarification: Clarification) -> Reply:
         if scored and scored[0][0] >= 85 and (len(scored) == 1 or scored[1][0] < scored[0][0] - 5):
             return Reply(kind="chosen", option=scored[0][1], how=f"spelling of '{scored[0][1].title}'")
     return Reply(kind="new_question")
+
+
+def _is_decline(words: list[str]) -> bool:
+    """A "no" in any of its usual forms, naming nothing else: "no", "nope, neither", "no, not those",
+    "none of these", "neither one". Read as a question instead, it would search its filler words
+    and walk into pages nobody asked about."""
+    phrase = " ".join(words)
+    if phrase in _NO:
+        return True
+    return any(w in _NEGATIONS for w in words) and all(w in _NEGATIONS or w in _DECLINE_FILLER or w in _NO
+                                                       for w in words)
 
 
 def _ordinal(words: list[str], count: int) -> int | None:

@@ -8,12 +8,15 @@ corpus facts it needs as functions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+import msgspec
 
 from service.conversation.clarification import Clarification, ClarificationKind, ClarificationOption
 from service.conversation.replies import resolve as resolve_reply
-from service.conversation.topic import Screen, Turn, resolve_topic
+from service.conversation.topic import Screen, Turn, action_stems, resolve_topic
 from service.domain.conversation import ConversationTrace
 from service.domain.types import Answer, Clarify, Decision, Evidence, NoMatch, Option
 
@@ -44,6 +47,19 @@ class Resolution:
     """Pages the conversation was about: a clarification between them and others picks them."""
     screen: Screen | None = None
     notes: list[str] = field(default_factory=list)
+    actions: tuple[str, ...] = ()
+    """Stems of what a follow-up asks to do with the carried topic ("restor" for "can I get it
+    back?"): the carried pages' sections that name it answer first."""
+
+
+NOTHING_BETTER = "I have nothing better to suggest. Which part should I explain?"
+"""After the user turned down every page on offer (issue 35: say so, rather than walk on)."""
+
+
+def choose_text(options: Sequence[Option]) -> str:
+    """The seed plan's "Do you mean A (category) or B (category)?", for any number of pages."""
+    named = [f"{o.title} ({o.category})" for o in options]
+    return f"Do you mean {', '.join(named[:-1])} or {named[-1]}?"
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,9 @@ class Texts:
     no_match: str
     suggest: Callable[[str], str]
     """A page title → "I think you mean <title>. Is that right?"."""
+    nothing_better: str = NOTHING_BETTER
+    choose: Callable[[Sequence[Option]], str] = choose_text
+    """The pages still on offer after a "no", asked about once, all together."""
 
 
 TopicWords = Callable[[str], bool]
@@ -81,6 +100,8 @@ def resolve(text: str, conversation: Conversation, *, has_topic: TopicWords, for
     notes: list[str] = []
     if reply_to is not None:
         notes.append(f"reply to the clarification of {reply_to.query!r} names none of its options: a new question")
+    if topic.rewritten:
+        notes.append(f"read {topic.rewritten}")
     if topic.source == "history" and topic.from_turn is not None:
         notes.append(f"topic {topic.carried!r} carried from turn {topic.from_turn}: searched {topic.query!r}")
     elif topic.source == "screen":
@@ -92,7 +113,7 @@ def resolve(text: str, conversation: Conversation, *, has_topic: TopicWords, for
     )
     # A carried topic's pages break a later tie; a message of its own has no prior but the screen.
     prior = topic.slugs if topic.source == "history" else ()
-    return Resolution(query=topic.query, trace=trace, prior=prior, screen=conversation.screen)
+    return Resolution(query=topic.query, trace=trace, prior=prior, screen=conversation.screen, actions=topic.actions)
 
 
 def settle(
@@ -104,6 +125,15 @@ def settle(
                             resolution, texts)
     if resolution.declined is not None:
         return _after_no(decision, resolution, evidence_on_page, texts), resolution
+    within = _within_topic(decision, resolution, evidence_on_page)
+    if within is not None:
+        evidence, why = within
+        trace = resolution.trace
+        resolved = dataclasses.replace(resolution, trace=msgspec.structs.replace(
+            trace, chosen=evidence.doc_slug, notes=(*trace.notes, why)))
+        same_page = tuple(e for e in decision.results if e.doc_slug == evidence.doc_slug and e != evidence)
+        return Answer(results=(evidence, *same_page), confidence=1.0, reason="follow-up: within the carried topic"), \
+            resolved
     if isinstance(decision, Clarify) and len(decision.options) > 1:
         pick = _tie_breaker(decision.options, resolution)
         if pick is not None:
@@ -136,18 +166,56 @@ def _answer_with(
 
 
 def _after_no(decision: Decision, resolution: Resolution, evidence_on_page: EvidenceOnPage, texts: Texts) -> Decision:
+    """The pages the clarification held besides the one turned down, offered once, all together
+    (one: "I think you mean X", several: "Do you mean X or Y?"); a "no" to that offer, or to a
+    question that offered every page at once, gets "nothing better": never a walk from page to
+    page, nor a search of the reply's words."""
     remaining = resolution.declined or ()
     if not remaining:
-        return NoMatch(message=texts.no_match, reason="reply: declined every option")
-    nxt = remaining[0]
-    evidence = evidence_on_page(nxt.doc_slug)
-    results = (evidence,) if evidence is not None else ()
-    return Clarify(
-        results=results, confidence=decision.confidence,
-        message=texts.suggest(nxt.title),
-        options=tuple(Option(doc_slug=o.doc_slug, title=o.title, category=o.category) for o in remaining),
-        reason="reply: declined, next suggestion",
-    )
+        return NoMatch(message=texts.nothing_better, reason="reply: declined every option")
+    options = tuple(Option(doc_slug=o.doc_slug, title=o.title, category=o.category) for o in remaining)
+    results = tuple(e for e in (evidence_on_page(o.doc_slug) for o in remaining) if e is not None)
+    message = texts.suggest(options[0].title) if len(options) == 1 else texts.choose(options)
+    return Clarify(results=results, confidence=decision.confidence, message=message, options=options,
+                   reason="reply: declined, the remaining options")
+
+
+def _within_topic(
+    decision: Decision, resolution: Resolution, evidence_on_page: EvidenceOnPage
+) -> tuple[Evidence, str] | None:
+    """A follow-up naming an action on the carried topic ("can I get it back?", "and delete it?")
+    is answered from the carried turn's pages first: the first of them with a section whose heading
+    names the action (its passage among the tiers' results, else the page's best one for the
+    question). None when no carried page has such a section: the tiers' decision stands."""
+    if not resolution.actions or not resolution.prior:
+        return None
+    for slug in resolution.prior:
+        passages = [e for e in decision.results if e.doc_slug == slug]
+        best = evidence_on_page(slug)
+        if best is not None and best not in passages:
+            passages.append(best)
+        # A section whose heading starts with the action ("Deleting a workspace") before one that
+        # only mentions it ("Restoring a deleted workspace"); the tiers' order among equals.
+        scored = [(_names_action(p, resolution.actions), -at, p) for at, p in enumerate(passages)]
+        named = max(scored, key=lambda item: item[:2], default=None)
+        if named is None or named[0] == 0:
+            continue
+        passage = named[2]
+        top = decision.results[0] if decision.results else None
+        if isinstance(decision, Answer) and top is not None and top.doc_slug == slug \
+                and top.header_path == passage.header_path:
+            return None  # the tiers answered with that very section already
+        heading = (passage.header_path or "").rsplit(" > ", 1)[-1]
+        return passage, f"within the carried topic first: {slug} › {heading} names the action"
+    return None
+
+
+def _names_action(passage: Evidence, actions: tuple[str, ...]) -> int:
+    """2: the passage's heading starts with one of `actions`; 1: it names one; 0: neither."""
+    stems = [s for s in action_stems((passage.header_path or "").rsplit(" > ", 1)[-1]) if s]
+    if not stems or not set(stems) & set(actions):
+        return 0
+    return 2 if stems[0] in actions else 1
 
 
 def _tie_breaker(options: tuple[Option, ...], resolution: Resolution) -> tuple[Option, str, str | None] | None:

@@ -24,6 +24,27 @@ _DEICTIC = {"this", "here", "current", "focused", "selected"}
 # Openers of a continuation ("and on mobile?", "what about notes?").
 _CONTINUATIONS = ("and ", "also ", "what about ", "how about ", "same for ", "then ", "or ")
 _SPLIT = re.compile(r"[a-z0-9]+")
+# Words of a request that name no action: question words, pronouns, particles, light verbs.
+_NOT_ACTIONS = {
+    "how", "do", "does", "did", "can", "could", "would", "should", "will", "shall", "may", "might", "must",
+    "i", "you", "we", "me", "my", "your", "our", "a", "an", "the", "to", "of", "in", "on", "at", "for", "from",
+    "with", "by", "about", "into", "is", "are", "was", "were", "be", "been", "am", "and", "or", "also", "then",
+    "what", "where", "when", "why", "which", "who", "please", "again", "afterwards", "afterward", "later", "now",
+    "too", "just", "still", "so", "if", "as", "up", "out", "any", "some", "all", "get", "got", "go", "want",
+    "need", "like", "have", "has", "had", "let", "way", "there", "possible", "able", "back", "not", "no",
+}
+# General English for an action the documentation names with one verb. Phrases are idioms, read
+# as their verb whatever the corpus's words; single words only when the corpus never uses them.
+_RESTORE = ("restore", "recover", "undelete", "undo")
+_DELETE = ("delete", "remove", "erase")
+_RENAME = ("rename",)
+_IDIOMS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"\b(?:get|bring|have)\s+(it|them|that|this|those|these)\s+back\b", re.IGNORECASE), _RESTORE),
+    (re.compile(r"\b(?:get|bring)\s+back\b", re.IGNORECASE), _RESTORE),
+    (re.compile(r"\bget\s+rid\s+of\b", re.IGNORECASE), _DELETE),
+    (re.compile(r"\bchange\s+the\s+name\s+of\b", re.IGNORECASE), _RENAME),
+)
+_SYNONYMS = {"recover": _RESTORE, "undelete": _RESTORE, "retrieve": _RESTORE, "erase": _DELETE}
 
 
 @dataclass(frozen=True)
@@ -77,6 +98,10 @@ class Topic:
     """The words that were carried in."""
     slugs: tuple[str, ...] = ()
     """Pages the carried turn answered with (a prior for ranking)."""
+    actions: tuple[str, ...] = ()
+    """For a carried topic: stems of the action the message names ("restor", "delet")."""
+    rewritten: str = ""
+    """An idiom read as the corpus's verb ("get it back" → "restore"), for the trace."""
 
 
 def _words(text: str) -> list[str]:
@@ -141,15 +166,62 @@ def resolve_topic(
         if carried is not None:
             index, topic_words, slugs = carried
             phrase = " ".join(topic_words)
+            asked, rewritten = _read_idioms(_without_opener(message), lambda w: not foreign(w))
+            actions = tuple(dict.fromkeys(
+                stem for word, stem in zip(_words(asked), action_stems(asked), strict=True)
+                if stem and not has_topic(word) and word not in _ANAPHORA and word not in _DEICTIC
+                and word not in topic_words
+            ))
             return Topic(
-                query=_substitute(_without_opener(message), words, _ANAPHORA, phrase),
-                source="history", from_turn=index, carried=phrase, slugs=slugs,
+                query=_substitute(asked, _words(asked), _ANAPHORA, phrase),
+                source="history", from_turn=index, carried=phrase, slugs=slugs, actions=actions,
+                rewritten=rewritten,
             )
     if screen is not None and not own:
         terms = screen.terms()
         if terms and points_at_screen:
             return Topic(query=_substitute(message, words, _DEICTIC, terms[0]), source="screen", carried=terms[0])
     return Topic(query=message, source="message")
+
+
+def action_stems(text: str) -> list[str]:
+    """One stem per word of `text`, "" for a word that names no action: "Restoring a deleted
+    workspace" → restor, "", delet, workspac. Suffixes off (-ing, -ed, -es, -s, -e) and a doubled
+    final consonant undone, so "pinning", "pinned" and "pin" meet."""
+    stems = []
+    for word in _words(text):
+        if word in _NOT_ACTIONS or len(word) < 3 or word.isdigit():
+            stems.append("")
+            continue
+        stem = word
+        for suffix in ("ing", "ed", "es", "s", "e"):
+            if stem.endswith(suffix) and len(stem) - len(suffix) >= 3:
+                stem = stem[: -len(suffix)]
+                break
+        if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "aeiousl":
+            stem = stem[:-1]
+        stems.append(stem)
+    return stems
+
+
+def _read_idioms(message: str, known: Callable[[str], bool]) -> tuple[str, str]:
+    """`message` with an idiom of an action ("get it back") or a word the corpus never uses
+    ("recover") replaced by the corpus's verb for it (the first of the group it uses); and
+    what was read, for the trace ("" when nothing was)."""
+    for pattern, group in _IDIOMS:
+        verb = next((v for v in group if known(v)), None)
+        match = pattern.search(message)
+        if verb is not None and match is not None:
+            pointer = f" {match[1]}" if match.groups() and match[1] else ""
+            return message[: match.start()] + verb + pointer + message[match.end() :], f"{match[0]!r} as {verb!r}"
+    for word in _words(message):
+        synonyms = _SYNONYMS.get(word)
+        if synonyms is not None and not known(word):
+            verb = next((v for v in synonyms if known(v)), None)
+            if verb is not None:
+                replaced = re.sub(rf"\b{word}\b", verb, message, count=1, flags=re.IGNORECASE)
+                return replaced, f"{word!r} as {verb!r}"
+    return message, ""
 
 
 def _pointed_element(words: list[str], screen: Screen | None) -> tuple[str, str] | None:

@@ -13,9 +13,16 @@ from service.conversation.clarification import (
     verify,
 )
 from service.conversation.replies import resolve
-from service.conversation.stage import Conversation, Texts, settle
+from service.conversation.stage import (
+    NOTHING_BETTER,
+    Conversation,
+    Texts,
+    clarification_kind,
+    options_of,
+    settle,
+)
 from service.conversation.stage import resolve as resolve_stage
-from service.conversation.topic import Screen, Turn, resolve_topic, topic_words
+from service.conversation.topic import Screen, Turn, action_stems, resolve_topic, topic_words
 from service.domain.types import Answer, Clarify, Evidence, NoMatch, Option
 from service.normalize.lexicon import default_stopwords
 
@@ -243,7 +250,111 @@ def test_no_to_the_last_suggestion_gives_up_politely() -> None:
     asked = issue(kind="confirm", query="dock", options=(HOME,), key=KEY, now=1)
     resolution = resolve_stage("no", Conversation(reply_to=asked), has_topic=_has_topic, foreign=lambda w: False)
     decision, _ = settle(_clarify_between("concepts/home"), resolution, lambda slug: None, TEXTS)
-    assert isinstance(decision, NoMatch) and decision.message == "Which part should I explain?"
+    # Issue 35: it says it has nothing better (was the bare "Which part should I explain?").
+    assert isinstance(decision, NoMatch) and decision.message == NOTHING_BETTER == TEXTS.nothing_better
+    assert decision.message.endswith("Which part should I explain?")
+
+
+# -- issue 35: "no" offers the rest once, then nothing better ---------------------------
+
+
+@pytest.mark.parametrize("reply", ["no", "nope, neither", "no, not those", "none of these", "neither one",
+                                   "not that one", "no thanks", "that's not it", "neither of them"])
+def test_every_usual_form_of_no_declines_and_names_nothing_else(reply: str) -> None:
+    assert resolve(reply, _choose(HOME, DASH)).kind == "declined"
+    assert resolve(reply, _choose(HOME, DASH, kind="weak")).kind == "declined"
+
+
+@pytest.mark.parametrize("reply", ["no, I mean the widget manager", "not home but how do I rename a note"])
+def test_a_no_that_says_something_else_is_not_a_bare_decline(reply: str) -> None:
+    assert resolve(reply, _choose(HOME, DASH)).kind != "declined"
+
+
+def test_no_offers_the_remaining_pages_once_then_nothing_better() -> None:
+    weak = issue(kind="weak", query="dock", options=(WIDGETS, HOME, DASH), key=KEY, now=1)
+    first = resolve_stage("no", Conversation(reply_to=weak), has_topic=_has_topic, foreign=lambda w: False)
+    offered, _ = settle(_clarify_between("concepts/widgets"), first, _evidence, TEXTS)
+    assert isinstance(offered, Clarify)
+    assert [o.doc_slug for o in offered.options] == ["concepts/home", "concepts/dashboard"]
+    assert offered.message == "Do you mean Home (concepts) or Dashboard (concepts)?"
+    assert [e.doc_slug for e in offered.results] == ["concepts/home", "concepts/dashboard"]
+    # The offer is one question between both: "no" to it has nothing left to offer.
+    again = issue(kind=clarification_kind(offered), query="dock", options=options_of(offered), key=KEY, now=1)
+    assert again.kind == "choose"
+    second = resolve_stage("nope", Conversation(reply_to=again), has_topic=_has_topic, foreign=lambda w: False)
+    decision, _ = settle(offered, second, _evidence, TEXTS)
+    assert isinstance(decision, NoMatch) and decision.message == NOTHING_BETTER
+
+
+def test_one_remaining_page_is_suggested_alone() -> None:
+    confirm = issue(kind="confirm", query="dock", options=(HOME, DASH), key=KEY, now=1)
+    resolution = resolve_stage("no", Conversation(reply_to=confirm), has_topic=_has_topic, foreign=lambda w: False)
+    decision, _ = settle(_clarify_between("concepts/home"), resolution, _evidence, TEXTS)
+    assert isinstance(decision, Clarify) and decision.message == "I think you mean Dashboard. Is that right?"
+
+
+# -- issue 35: a follow-up naming an action searches within the carried topic first ------
+
+
+DELETED = (
+    Turn(role="user", content="how do I delete a workspace"),
+    Turn(role="assistant", content="Workspace Actions > Deleting a workspace", doc_slugs=("actions/workspaces",)),
+)
+
+
+def test_an_idiom_of_an_action_is_read_as_the_verb_the_corpus_uses() -> None:
+    topic = resolve_topic("can I get it back afterwards?", has_topic=_has_topic, history=DELETED,
+                          foreign=lambda w: w in {"recover", "undelete"})
+    assert topic.source == "history" and topic.query == "can I restore workspace afterwards?"
+    assert topic.actions == ("restor",) and topic.rewritten == "'get it back' as 'restore'"
+    # A word the corpus never uses, of the same action.
+    recovered = resolve_topic("and can I recover it?", has_topic=_has_topic, history=DELETED,
+                              foreign=lambda w: w == "recover")
+    assert recovered.query == "can I restore workspace?" and recovered.actions == ("restor",)
+    # A corpus that says "recover" keeps the user's word.
+    kept = resolve_topic("and can I recover it?", has_topic=_has_topic, history=DELETED, foreign=lambda w: False)
+    assert kept.query == "can I recover workspace?"
+
+
+def test_action_stems_meet_across_word_forms() -> None:
+    assert action_stems("Restoring a deleted workspace") == ["restor", "", "delet", "workspac"]
+    assert action_stems("restore")[0] == action_stems("restored")[0] == "restor"
+    assert action_stems("pinning")[0] == action_stems("pin")[0] == action_stems("pinned")[0]
+    assert action_stems("how do I delete it") == ["", "", "", "delet", ""]
+
+
+def test_the_carried_page_answers_with_the_section_that_names_the_action() -> None:
+    resolution = resolve_stage("can I get it back afterwards?", Conversation(history=DELETED), has_topic=_has_topic,
+                               foreign=lambda w: False)
+    deleting = _evidence("actions/workspaces", "Workspace Actions > Deleting a workspace")
+    restoring = _evidence("actions/workspaces", "Workspace Actions > Deleting a workspace > Restoring a deleted workspace")
+    tie = Clarify(results=(_evidence("concepts/home", "Home > Getting back to Home"), deleting, restoring),
+                  confidence=0.1, message="Do you mean …?", reason="small_gap",
+                  options=(Option(doc_slug="concepts/home", title="Home", category="c"),
+                           Option(doc_slug="concepts/widgets", title="Widgets", category="c")))
+    decision, settled = settle(tie, resolution, lambda slug: None, TEXTS)
+    assert isinstance(decision, Answer) and decision.results[0] == restoring
+    assert settled.trace.chosen == "actions/workspaces"
+    assert any("names the action" in note for note in settled.trace.notes)
+
+
+def test_a_section_starting_with_the_action_beats_one_that_only_mentions_it() -> None:
+    renamed = (*DELETED[:1], Turn(role="assistant", content="Renaming", doc_slugs=("actions/workspaces",)))
+    resolution = resolve_stage("and delete it?", Conversation(history=renamed), has_topic=_has_topic,
+                               foreign=lambda w: False)
+    restoring = _evidence("actions/workspaces", "Workspace Actions > Deleting a workspace > Restoring a deleted workspace")
+    deleting = _evidence("actions/workspaces", "Workspace Actions > Deleting a workspace")
+    decision, _ = settle(Answer(results=(restoring, deleting), confidence=0.4), resolution, lambda s: None, TEXTS)
+    assert decision.results[0] == deleting
+
+
+def test_a_carried_page_without_the_action_leaves_the_tiers_decision() -> None:
+    resolution = resolve_stage("and how do I pin it?", Conversation(history=DELETED), has_topic=_has_topic,
+                               foreign=lambda w: False)
+    answer = Answer(results=(_evidence("concepts/notes", "Notes > Pinning notes"),
+                             _evidence("actions/workspaces", "Workspace Actions > Deleting a workspace")),
+                    confidence=0.6)
+    assert settle(answer, resolution, lambda slug: None, TEXTS)[0] is answer
 
 
 def test_the_screen_breaks_a_tie_only_when_it_names_one_option() -> None:
