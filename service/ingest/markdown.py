@@ -39,13 +39,19 @@ Broken YAML fails the seed naming the file and line; nothing is written.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import fnmatch
+import functools
 import hashlib
 import logging
+import os
+import re
+import stat
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -66,6 +72,7 @@ from service.ingest.parse import (
     property_values,
 )
 from service.ingest.rst import (
+    LINE_LENGTH_LIMIT,
     RstError,
     SphinxProject,
     docname_of,
@@ -111,17 +118,93 @@ def content_hash(
     return hashlib.sha256(canonical).hexdigest()
 
 
-def _decode(path: Path) -> str:
-    raw = path.read_bytes()
+MAX_PAGE_BYTES = 1024 * 1024
+"""A larger file is refused unread: 5x the largest page of the five vendored documentation
+sets (Logseq's Changelog, 195 KB); docs/operations/seeding-safety.md has the time it bounds."""
+MAX_NESTING = 20
+"""Lists and quotes one line may open inside each other: markdown-it's `maxNesting` in the
+commonmark preset (service/ingest/parse.py), past which it reads the rest as text."""
+_NESTED = re.compile(rf"^[ \t]*(?:>[ \t]*|(?:[-*+]|\d{{1,9}}[.)])[ \t]+){{{MAX_NESTING + 1},}}", re.MULTILINE)
+ReadHook = Callable[[Path], None]
+_read_hooks: list[ReadHook] = []
+
+
+@contextlib.contextmanager
+def before_each_read(hook: ReadHook) -> Iterator[None]:
+    """Run `hook(path)` right before each page is read: the seam through which a test changes
+    the tree between the listing and the reading (a file that disappears), with no timing."""
+    _read_hooks.append(hook)
+    try:
+        yield
+    finally:
+        _read_hooks.remove(hook)
+
+
+def _decode(path: Path, root: Path | None = None) -> str:
+    """A page's text, or a SeedFileError saying why it is not one. With `root`, a symlink is
+    read only when it resolves to a file inside `root` (SEEDS_DIR)."""
+    for hook in tuple(_read_hooks):
+        hook(path)
+    raw = _read_bounded(path, root)
+    if (nul := raw.find(b"\0")) >= 0:
+        raise SeedFileError(path, f"a binary file, not text (NUL byte at offset {nul})")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
         raise SeedFileError(
-            path, f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at offset {err.start})"
+            path, f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at offset {err.start}, line {line}):"
+            " save it as UTF-8"
         ) from None
     # Same text on every platform: no BOM, LF line ends, NFC (stable hashes).
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    longest = max(map(len, text.split("\n")))
+    if longest > LINE_LENGTH_LIMIT:  # the RST reader's limit, for every page alike
+        raise SeedFileError(path, f"a line longer than {LINE_LENGTH_LIMIT:,} characters ({longest:,})")
+    if nested := _NESTED.search(text):
+        line = text.count("\n", 0, nested.start()) + 1
+        raise SeedFileError(path, f"line {line}: more than {MAX_NESTING} lists or quotes inside each other")
     return unicodedata.normalize("NFC", text)
+
+
+def _read_bounded(path: Path, root: Path | None) -> bytes:
+    """At most MAX_PAGE_BYTES of a regular file; the size is checked before reading."""
+    try:
+        if root is not None and path.is_symlink():
+            _inside(path, root)
+        # O_NONBLOCK: a FIFO swapped in after the listing fails the regular-file check instead of hanging.
+        handle = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
+    except FileNotFoundError:
+        raise SeedFileError(path, "the file disappeared while seeding (deleted or renamed after the "
+                                  "folder was listed); seed again") from None
+    except OSError as err:
+        raise SeedFileError(path, f"cannot be read: {err.strerror or err}") from None
+    with handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise SeedFileError(path, "not a regular file")
+        too_large = f"larger than {MAX_PAGE_BYTES:,} bytes, the limit per page (not read)"
+        if info.st_size > MAX_PAGE_BYTES:
+            raise SeedFileError(path, f"{info.st_size:,} bytes: {too_large}")
+        raw = handle.read(MAX_PAGE_BYTES + 1)
+    if len(raw) > MAX_PAGE_BYTES:  # it grew after the size check
+        raise SeedFileError(path, too_large)
+    return raw
+
+
+def _inside(link: Path, root: Path) -> None:
+    """A symlink is followed only to a file inside `root`; a loop, a dangling link or one leading
+    out of SEEDS_DIR is a bad file (what is outside may be anything: /etc, another project)."""
+    try:
+        target = link.resolve(strict=True)
+    except FileNotFoundError:
+        raise SeedFileError(link, f"a symlink to {os.readlink(link)!r}, which does not exist") from None
+    except (RuntimeError, OSError) as err:  # 3.11 raises RuntimeError on a loop, later versions ELOOP
+        if isinstance(err, RuntimeError) or err.errno == errno.ELOOP:
+            raise SeedFileError(link, "a symlink loop (not followed)") from None
+        raise SeedFileError(link, f"a symlink that cannot be followed: {err}") from None
+    if not target.is_relative_to(root.resolve()):
+        raise SeedFileError(link, f"a symlink to {target}, outside SEEDS_DIR (not followed)")
 
 
 def _string(path: Path, meta: dict[str, Any], key: str) -> str:
@@ -212,7 +295,7 @@ def _parse_entry(
 ) -> CorpusPage:
     relative = PurePosixPath(path.relative_to(seeds_dir).as_posix())
     try:
-        text = _decode(path)
+        text = _decode(path, seeds_dir)
         if path.suffix == ".rst":  # Sphinx: reStructuredText, read by service/ingest/rst.py
             page = parse_rst_page(text, docname=docname_of(relative), project=project)
         else:
@@ -277,8 +360,10 @@ def seed_files(seeds_dir: Path, rules: CorpusRules = CorpusRules(), quiet: bool 
     skipped: list[tuple[Path, str]] = []
     for path in (p for pattern in ("*.md", "*.mdx", "*.rst") for p in seeds_dir.rglob(pattern)):
         relative = path.relative_to(seeds_dir)
-        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+        if any(part.startswith(".") for part in relative.parts):
             continue
+        if not path.is_file() and not path.is_symlink():
+            continue  # a folder named *.md, a FIFO; symlinks are judged when read (_decode)
         if len(relative.parts) == 1 and _about_the_corpus(path.stem):
             skipped.append((path, "a note about the corpus at its root (no lower-case letter in its name)"))
             continue
@@ -324,7 +409,7 @@ def parse_corpus(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Co
     if rules.dialect == AUTO:  # detected once per seed, not once per page
         rules = dataclasses.replace(rules, dialect=detect_dialect(seeds_dir, files).value)
         log.info("seed: %s read as %s (seeding.dialect auto)", seeds_dir, rules.dialect)
-    project = project_of_files(seeds_dir, files, _decode)  # `:ref:` labels span pages
+    project = project_of_files(seeds_dir, files, functools.partial(_decode, root=seeds_dir))  # `:ref:` labels span pages
     for path in files:
         try:
             parsed.append(_parse_entry(path, seeds_dir, rules, project))

@@ -374,8 +374,17 @@ def _parse(text: str, dialect: Dialect = Dialect.markdown, mdx: bool = False) ->
     )
 
 
+MAX_YAML_ALIASES = 64
+"""Front matter using more YAML aliases (`*name`) is refused: a few nested aliases repeated
+(an "alias bomb") make a small file stand for billions of values for whoever walks them."""
+
+
 def _front_matter(token: Token) -> dict[str, Any]:
     try:
+        aliases = sum(isinstance(event, yaml.AliasEvent) for event in yaml.parse(token.content, yaml.SafeLoader))
+        if aliases > MAX_YAML_ALIASES:
+            raise FrontMatterError(f"front matter uses {aliases} YAML aliases (more than {MAX_YAML_ALIASES}): "
+                                   "an alias bomb expands to unbounded data", 2)
         data = yaml.safe_load(token.content)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
