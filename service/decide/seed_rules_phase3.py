@@ -117,7 +117,11 @@ def decide_hybrid(
             for option in reversed(keyword_decision.options):
                 own = next((e for e in ranking if e.doc_slug == option.doc_slug), None)
                 if own is not None:
-                    ranking = lead_with(ranking, own, f"the question asks about this page ({option.title})")
+                    # Said of the question only when true (issue 35): "how do I create a new note"
+                    # does not ask about the Navigator, the clarification offers it.
+                    why = names_the_page(own) if own.query_is_title \
+                        else f"the clarification offers this page ({option.title})"
+                    ranking = lead_with(ranking, own, why)
             return Clarify(
                 results=ranking, confidence=conf, message=keyword_decision.message,
                 options=keyword_decision.options, reason=reason,

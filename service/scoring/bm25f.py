@@ -112,10 +112,11 @@ def rank_bm25f(
 
 
 def explain_bm25f(ranked: Ranked, params: LexicalFlags, exact_title_phrase: bool, lift: float) -> str:
-    """`bm25 (k1=…, b=…): 'term' 0.123 + … = total[; exact title phrase + lift]`."""
+    """`bm25 (k1=…, b=…): 'term' 0.123 + … = total[; exact title phrase + lift = score]`: the
+    line ends on the unit's score (issue 35: the explanation explains the very number shown)."""
     total = sum(value for _, value in ranked.parts)
     terms_text = " + ".join(f"'{token}' {value:.3f}" for token, value in ranked.parts) or "0"
     line = f"bm25 (k1={params.k1:g}, b={params.b:g}): {terms_text} = {total:.3f}"
     if exact_title_phrase:
-        line += f"; exact title phrase + {lift:.3f}"
+        line += f"; exact title phrase + {lift:.3f} = {total + lift:.4f}"
     return line
