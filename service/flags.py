@@ -31,6 +31,8 @@ RepresentationKind = Literal["body", "section", "page"]
 
 MAX_TOP_K_LIMIT = 100
 """Hard ceiling of `retrieval.max_top_k` (a response of more pages is no navigation)."""
+MAX_PAGE_BOOST = 10.0
+"""Largest factor of `retrieval.page_boosts` (a page raised further would answer every query)."""
 
 
 class _Flags(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -66,8 +68,26 @@ class RetrievalFlags(_Flags, frozen=True):
     stub_page_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.25
     """A stub page's score (only an include, a directive, links or properties) × this: kept for
     links and /documents, never the answer or an option on its own; 1: off."""
+    release_notes_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.25
+    """A release-notes page's score (its headings are versions or dates) × this, unless the query
+    asks about a release (scoring/page_priors.py); 1: off. Chosen leave-one-corpus-out
+    (docs/quality/page-priors.md)."""
+    page_boosts: dict[
+        Annotated[str, msgspec.Meta(extra_json_schema={"minLength": 1})],
+        Annotated[float, msgspec.Meta(extra_json_schema={"exclusiveMinimum": 0, "maximum": MAX_PAGE_BOOST})],
+    ] = {}
+    """The operator's factor per page: a glob on the slug (`api/*`, `about/release-notes`) → its
+    scores × the factor, every phase (as DocSearch's `pageRank`); several matching globs multiply."""
 
     def __post_init__(self) -> None:
+        for pattern, factor in self.page_boosts.items():
+            # Checked here, not by the schema, so the message names the glob.
+            if not pattern.strip() or pattern.startswith("/"):
+                raise ValueError(f"`retrieval.page_boosts`: {pattern!r} is not a glob on a page slug "
+                                 "(e.g. `api/*`; a slug never starts with `/`)")
+            if not 0 < factor <= MAX_PAGE_BOOST:
+                raise ValueError(f"`retrieval.page_boosts`: the factor of {pattern!r} ({factor}) must be "
+                                 f"> 0 and <= {MAX_PAGE_BOOST}")
         self._require(self.default_top_k <= self.max_top_k, "default_top_k", "max_top_k")
         # Each leg hands fusion `candidate_pool` candidates: more results cannot exist.
         self._require(self.max_top_k <= self.candidate_pool, "max_top_k", "candidate_pool")
@@ -474,18 +494,10 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
 
 
 def flag_keys(flags: Flags | None = None) -> list[str]:
-    """Every dotted leaf key, e.g. ``phases.keyword.min_gap``."""
-    keys: list[str] = []
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for name, item in value.items():
-                walk(f"{prefix}{name}.", item)
-        else:
-            keys.append(prefix[:-1])
-
-    walk("", msgspec.to_builtins(flags or Flags()))
-    return keys
+    """Every dotted leaf key, e.g. ``phases.keyword.min_gap``: the schema's, so a flag whose value
+    is a mapping (``retrieval.page_boosts``) is one key, whatever it holds."""
+    del flags  # every Flags has the same keys
+    return [key for key, _ in _leaf_types()]
 
 
 def get_value(flags: Flags, key: str) -> Any:
@@ -535,6 +547,10 @@ FLAG_MEANINGS: dict[str, str] = {
     "retrieval.candidate_pool": "candidates each leg hands to fusion",
     "retrieval.stub_page_factor": "a stub page's score × this (a page with nothing of its own: an include, a directive, "
     "links or properties); 1: off",
+    "retrieval.release_notes_factor": "a release-notes page's score × this (headings mostly versions or dates), "
+    "unless the query asks about a release (a version number, changed, new in, deprecated, upgrade, …); 1: off",
+    "retrieval.page_boosts": 'glob on the page slug → its scores × this factor, every phase (as DocSearch\'s '
+    'pageRank), 0 < factor ≤ 10, e.g. `{"api/*": 0.5, "guide/start": 2}`; matching globs multiply',
     "typo.min_token_length": "shorter tokens are never corrected",
     "typo.max_token_length": "longer tokens are never corrected: bounds the fuzzy work",
     "typo.similarity_cutoff": 'rapidfuzz ratio (0-100) a correction must reach ("task" → "ask" is 85.7)',
@@ -655,6 +671,10 @@ def _allowed(info: msgspec.inspect.Type) -> str:
         return "[" + ", ".join(_allowed(item) for item in info.item_types) + "]"
     if isinstance(info, msgspec.inspect.VarTupleType):
         return f"list of {_allowed(info.item_type)}"
+    if isinstance(info, msgspec.inspect.DictType):
+        return f"mapping of {_allowed(info.key_type)} → {_allowed(info.value_type)}"
+    if isinstance(info, msgspec.inspect.StrType):
+        return "string"
     if isinstance(info, msgspec.inspect.IntType | msgspec.inspect.FloatType):
         low = f"≥ {info.ge}" if info.ge is not None else f"> {info.gt}" if info.gt is not None else ""
         high = f"≤ {info.le}" if info.le is not None else f"< {info.lt}" if info.lt is not None else ""

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import msgspec
+
 from service.decide.seed_rules import MULTI_INTENT_DEPTH
 from service.domain.candidates import Candidates
 from service.domain.types import Evidence, NormalizedQuery
@@ -23,7 +25,7 @@ from service.normalize.lexicon import Synonyms
 from service.scoring.chunks import dedupe_per_document
 from service.scoring.hybrid import HybridRetriever
 from service.scoring.indexes import CorpusIndexes
-from service.scoring.keyword import KeywordIndex
+from service.scoring.keyword import KeywordHits, KeywordIndex
 from service.scoring.page_priors import lowered, page_factor
 from service.scoring.semantic import SemanticSearch
 from service.scoring.tier1_cache import Tier1Cache
@@ -82,6 +84,39 @@ def page_passage(
     return next((e for e in hits if e.doc_slug == slug), None)
 
 
+def with_sections(
+    explained: Callable[[Evidence], Evidence], indexes: CorpusIndexes, ctx: TierContext,
+) -> Callable[[Evidence], Evidence]:
+    """Phase 1 ranks whole pages; a page shown names its best-matching section for the query
+    (header path, anchor, and a snippet from that section), as the chunk phases do, so the link
+    opens the part that answers. The chunks are searched once, for the first page shown."""
+    best: dict[str, Evidence] = {}
+    chunk_hits: list[KeywordHits] = []
+
+    def sectioned(evidence: Evidence) -> Evidence:
+        page = explained(evidence)
+        if page.chunk_index is not None or page.header_path is not None:
+            return page  # a chunk already, or sectioned before
+        if not chunk_hits:
+            hits = indexes.chunks.search_unexplained(
+                ctx.query.tokens, limit=len(indexes.chunks.units), lexical=ctx.flags.lexical,
+            )
+            chunk_hits.append(hits)
+            for hit in hits.results:  # best first: each page's first hit is its best section
+                best.setdefault(hit.doc_slug, hit)
+        chunk = best.get(page.doc_slug)
+        if chunk is None or chunk.chunk_index is None:
+            return page
+        section = chunk_hits[0].explained(chunk)
+        stored = indexes.chunks_by_id.get((chunk.doc_slug, chunk.chunk_index))
+        return msgspec.structs.replace(
+            page, header_path=chunk.header_path, anchor=stored.anchor if stored else "", snippet=section.snippet,
+            match_explain=(*page.match_explain, f"section shown: {chunk.header_path} (the page's best-matching section)"),
+        )
+
+    return sectioned
+
+
 class KeywordTier:
     """Phases 1 (pages) and 2 (chunks)."""
 
@@ -110,7 +145,8 @@ class KeywordTier:
         }
         return Candidates(
             phase=self.phase, ranking=results, parts=part_rankings(index, ctx),
-            is_stub=stub_pages(indexes, flags), stats=stats, explained=hits.explained,
+            is_stub=stub_pages(indexes, flags), stats=stats,
+            explained=with_sections(hits.explained, indexes, ctx) if self.phase == 1 else hits.explained,
         )
 
 

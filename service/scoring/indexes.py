@@ -7,15 +7,57 @@ database is away.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Literal
 
 from service.domain.types import Chunk, Document
 from service.normalize.lexicon import Lexicon, Synonyms, build_lexicon
 from service.scoring.keyword import KeywordIndex, build_chunk_index, build_document_index
 
 ChunkId = tuple[str, int]
+
+PageType = Literal["release_notes"]
+"""What a page is by its structure (a page of no special type has none)."""
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+RELEASE_HEADING = re.compile(
+    r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.])"  # 1.6, 0.10.15, v2.1.0
+    r"|\b\d{4}-\d{2}-\d{2}\b"  # 2024-04-20
+    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"  # Dec 1st, 2025
+    rf"|\b\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\b"  # 1 December 2025
+    r"|\bunreleased\b",
+    re.IGNORECASE,
+)
+"""A heading that names a release: a version number, a date, or Keep a Changelog's "Unreleased"."""
+RELEASE_MIN_HEADINGS = 3
+"""Release headings a page needs at one heading depth (besides being half of that depth's)."""
+
+
+def release_notes_pages(chunks: Iterable[Chunk]) -> frozenset[str]:
+    """Pages whose sections are releases: at some heading depth, at least
+    `RELEASE_MIN_HEADINGS` distinct headings name a version or a date and they are at least half
+    of that depth's headings (a changelog, release notes). Read from the chunks' header paths, so
+    every dialect the chunker understands counts alike (Markdown, reStructuredText, an outliner's
+    heading blocks); a page that names a version here and there is not one."""
+    sections: dict[str, set[tuple[str, ...]]] = {}
+    for chunk in chunks:
+        path = tuple(part.strip() for part in chunk.header_path.split(" > ") if part.strip())
+        known = sections.setdefault(chunk.doc_slug, set())
+        known.update(path[: depth + 1] for depth in range(len(path)))
+    found: set[str] = set()
+    for slug, headings in sections.items():
+        per_depth: Counter[int] = Counter()
+        releases: Counter[int] = Counter()
+        for heading in headings:
+            per_depth[len(heading)] += 1
+            releases[len(heading)] += RELEASE_HEADING.search(heading[-1]) is not None
+        if any(n >= RELEASE_MIN_HEADINGS and 2 * n >= per_depth[depth] for depth, n in releases.items()):
+            found.add(slug)
+    return frozenset(found)
 
 
 @dataclass(frozen=True)
@@ -41,6 +83,19 @@ class CorpusIndexes:
     @cached_property
     def has_stubs(self) -> bool:
         return any(doc.stub for doc in self.documents_by_slug.values())
+
+    @cached_property
+    def _release_notes(self) -> frozenset[str]:
+        # Once per snapshot, from structure only (no page's name or path).
+        return release_notes_pages(self.chunks_by_id.values())
+
+    def page_type(self, slug: str) -> PageType | None:
+        """The page's type by its structure (`release_notes_pages`); None for an ordinary page."""
+        return "release_notes" if slug in self._release_notes else None
+
+    @property
+    def has_release_notes(self) -> bool:
+        return bool(self._release_notes)
 
     def is_stub(self, slug: str) -> bool:
         """A page with nothing to say on its own (only an include, a directive, links or

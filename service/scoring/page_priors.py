@@ -1,14 +1,23 @@
 """What a page is worth before the query's words are counted: the page priors of every phase.
 
-A factor ≤ 1 per page scales its scores (1: no prior). Today: stub pages (only an include, a
-directive, links or properties; `Document.stub`, marked at seed) × `retrieval.stub_page_factor`,
-so they are kept for links and /documents but never the answer or an option on their own.
+A factor per page scales its scores (1: no prior). The factors multiply:
+- stub pages (only an include, a directive, links or properties; `Document.stub`, marked at
+  seed) × `retrieval.stub_page_factor`, so they are kept for links and /documents but never the
+  answer or an option on their own;
+- release-notes pages (a changelog: its headings are versions or dates,
+  `indexes.release_notes_pages`, from structure only) × `retrieval.release_notes_factor`, unless
+  the query is about a release (`is_release_question`): a long page that mentions every feature
+  once per release must not crowd out the page that documents the feature;
+- the operator's per-path factors, `retrieval.page_boosts` (a glob on the slug → a factor, as
+  DocSearch's `pageRank`): the product of every glob that matches.
 Phase 3's fusion multiplies this with its short-page prior (`fusion.short_page_chars`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 
 import msgspec
 
@@ -18,13 +27,44 @@ from service.scoring.indexes import CorpusIndexes
 
 PageFactor = Callable[[str], float]
 
+RELEASE_QUESTION = re.compile(
+    r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.])"  # a version number: 1.5, v2.1.0
+    r"|\bv\d+\b"  # v6
+    r"|\bversion\s+\d"  # version 2
+    r"|\b(?:latest|newest|new|current|next|previous|older?)\s+versions?\b"
+    r"|\breleas(?:e|es|ed|ing)\b|\bchange\s*logs?\b|\bwhat'?s\s+new\b|\bwhat\s+is\s+new\b|\bnew\s+in\b"
+    r"|\bchanged\b|\bbreaking\b|\bdeprecat\w*|\bupgrad\w*|\bmigrat\w*"
+    r"|\b(?:added|removed|introduced|dropped)\s+in\b",
+    re.IGNORECASE,
+)
+"""A question about a release, in general English: a version number, or asking what changed, what is
+new, what was deprecated, removed or added in a version, how to upgrade or migrate."""
+
+
+def is_release_question(query: NormalizedQuery) -> bool:
+    """Whether the user asks about a release (the raw text: a version number has no token)."""
+    return RELEASE_QUESTION.search(query.raw) is not None
+
 
 def page_factor(indexes: CorpusIndexes, flags: Flags, query: NormalizedQuery) -> PageFactor | None:
     """The factor of each page for this query; None when no prior applies to any page."""
-    stub = flags.retrieval.stub_page_factor
-    if stub >= 1 or not indexes.has_stubs:
+    retrieval = flags.retrieval
+    stub = retrieval.stub_page_factor if indexes.has_stubs else 1.0
+    release = retrieval.release_notes_factor if indexes.has_release_notes and not is_release_question(query) else 1.0
+    boosts = tuple(retrieval.page_boosts.items())
+    if stub == 1.0 and release == 1.0 and not boosts:
         return None
-    return lambda slug: stub if indexes.is_stub(slug) else 1.0
+
+    def factor(slug: str) -> float:
+        f = stub if stub != 1.0 and indexes.is_stub(slug) else 1.0
+        if release != 1.0 and indexes.page_type(slug) == "release_notes":
+            f *= release
+        for pattern, boost in boosts:
+            if fnmatchcase(slug, pattern):
+                f *= boost
+        return f
+
+    return factor
 
 
 def lowered(results: list[Evidence], factor: PageFactor | None) -> list[Evidence]:
