@@ -121,7 +121,8 @@
       el("td", { class: "doc", "data-label": "Doc" }, el("code", { text: r.doc_slug }), el("br"),
         el("span", { class: "meta", text: r.title + " · " + r.category })),
       el("td", { "data-label": "Header path", text: r.header_path || "–" }),
-      el("td", { class: "num", "data-label": "Score", text: fmt(r.score, 3) }),
+      // The score exactly as the response carries it (4 decimals): the number `match_explain` explains.
+      el("td", { class: "num score", "data-label": "Score", text: fmt(r.score, 4) }),
       el("td", { "data-label": "Matched terms" },
         el("span", { class: "terms" }, (r.matched_terms || []).map((t) => el("span", { class: "term", text: t })))),
       el("td", { "data-label": "Source", text: r.source }),
