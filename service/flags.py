@@ -68,7 +68,7 @@ class RetrievalFlags(_Flags, frozen=True):
     stub_page_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.25
     """A stub page's score (only an include, a directive, links or properties) × this: kept for
     links and /documents, never the answer or an option on its own; 1: off."""
-    release_notes_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.25
+    release_notes_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.2
     """A release-notes page's score (its headings are versions or dates) × this, unless the query
     asks about a release (scoring/page_priors.py); 1: off. Chosen leave-one-corpus-out
     (docs/quality/page-priors.md)."""

@@ -34,7 +34,7 @@ RELEASE_QUESTION = re.compile(
     r"|\b(?:latest|newest|new|current|next|previous|older?)\s+versions?\b"
     r"|\breleas(?:e|es|ed|ing)\b|\bchange\s*logs?\b|\bwhat'?s\s+new\b|\bwhat\s+is\s+new\b|\bnew\s+in\b"
     r"|\bchanged\b|\bbreaking\b|\bdeprecat\w*|\bupgrad\w*|\bmigrat\w*"
-    r"|\b(?:added|removed|introduced|dropped)\s+in\b",
+    r"|\b(?:added|removed|introduced|dropped)\s+in\b|\b(?:be|been|is|was|were|get|got)\s+(?:removed|dropped)\b",
     re.IGNORECASE,
 )
 """A question about a release, in general English: a version number, or asking what changed, what is
