@@ -410,7 +410,7 @@ async def test_insights_figures_and_phase_triggers_for_a_known_traffic_mix(
 ) -> None:
     # Configured at phase 1, so that advising phase 2 is advice (at phase 3 it would not be:
     # tests/integration/test_operator_edges.py).
-    flags = yaml.safe_load((PROJECT_ROOT / "flags.yaml").read_text(encoding="utf-8"))
+    flags = yaml.safe_load((PROJECT_ROOT / "flags.yaml").read_text(encoding="utf-8")) or {}
     (tmp_path / "flags.yaml").write_text(yaml.safe_dump({**flags, "phase": 1}), encoding="utf-8")
     async with running(db_url, fixture_seeds, tmp_path / "flags.yaml") as client:
         at = datetime.now(UTC) - timedelta(hours=1)
