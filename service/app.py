@@ -42,6 +42,8 @@ from service.db.migrate import latest_version
 from service.feedback.service import FEEDBACK_KEY, Feedback, build_feedback
 from service.flags import Flags
 from service.ingest.seeder import Chunker, default_chunker
+from service.learning import routes as decision_fits
+from service.learning.connect import LEARNING_KEY, connect_learning
 from service.lifespan import lifespan
 from service.mcp.http import McpEndpoint
 from service.operations import OPS_KEY, Operations, build_operations
@@ -67,6 +69,7 @@ def create_app(
     feedback = _connect_feedback(st, operations)
     curator = _connect_curations(st)
     pipeline = build_pipeline(st, operations, curate=curator, on_query=feedback.observe_outcome, faults=faults)
+    learning = connect_learning(st, pipeline.decider)  # the stored fit from review in force
     cors = (
         CORSConfig(allow_origins=list(settings.cors_allow_origins))
         if settings.cors_allow_origins
@@ -80,9 +83,10 @@ def create_app(
                         *cast("list[ControllerRouterHandler]", context.ROUTES),
                         *cast("list[ControllerRouterHandler]", documents.ROUTES),
                         *cast("list[ControllerRouterHandler]", console.ROUTES),
-                        *review.ROUTES, *curations.ROUTES, feedback_router(flags.feedback.rate_limit_per_minute)],
+                        *review.ROUTES, *curations.ROUTES, *decision_fits.ROUTES, feedback_router(flags.feedback.rate_limit_per_minute)],
         lifespan=[lifespan, mcp.lifespan],
-        state=State({STATE_KEY: st, OPS_KEY: operations, FEEDBACK_KEY: feedback, CURATOR_KEY: curator}),
+        state=State({STATE_KEY: st, OPS_KEY: operations, FEEDBACK_KEY: feedback, CURATOR_KEY: curator,
+                     LEARNING_KEY: learning}),
         dependencies={"pipeline": Provide(lambda: pipeline, use_cache=True, sync_to_thread=False)},
         openapi_config=OpenAPIConfig(
             title="Documentation retrieval service", version="0.1.0", path="/schema",

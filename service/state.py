@@ -81,6 +81,11 @@ class DecisionStatus:
     corpus's own file that does not fit the served pages."""
     error: Callable[[], str | None] = lambda: None
     """Why the fitted file is not in use (not loaded, or fitted on other pages)."""
+    source: Callable[[], str | None] = lambda: None
+    """Where the fit in use comes from: `review` (learned from reviewed traffic, stored in
+    PostgreSQL), `file` (the corpus's own fit file) or `portable` (service/learning)."""
+    held_out: Callable[[], dict[str, Any] | None] = lambda: None
+    """A fit from review: on how many reviewed queries it was fitted and its held-out figures."""
 
 
 CorpusHook = Callable[[CorpusSnapshot], Awaitable[None]]

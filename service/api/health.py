@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from litestar import Response, get
 from litestar.datastructures import State
@@ -42,6 +43,11 @@ class Ready(Base, frozen=True):
     `decision.policy` is `calibrated` (the seed rules use no fit)."""
     calibration_error: str | None = None
     """Why `calibrated` runs on the seed rules or the portable fit; only while it is the policy."""
+    calibration_source: str | None = None
+    """Where that fit comes from: `review` (learned from reviewed traffic), `file` or `portable`."""
+    calibration_held_out: dict[str, Any] | None = None
+    """A fit from review: reviewed queries, how many it was fitted on and held out, and its
+    held-out right outcomes and wrong answers beside the fit it replaced (docs/operations/feedback-loop.md)."""
     phase: int | None = None
     """The configured phase (the `phase` flag: file, environment or runtime override)."""
     phase_in_force: int | None = None
@@ -83,7 +89,7 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             f"migrations behind: database at {counts.migration_version},"
             f" code expects {st.expected_migration}", db
         )
-    calibration, calibration_error = _calibration(state)
+    calibration, calibration_error, source, held_out = _calibration(state)
     return Response(
         Ready(
             ready=True, documents=counts.documents, chunks=counts.chunks,
@@ -93,20 +99,22 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             embedding_model=semantic.serving_model if semantic else None,
             semantic_error=semantic.error if semantic else None,
             database=db, decision_policy=st.decision.policy(), calibration=calibration,
-            calibration_error=calibration_error, **_phases(state),
+            calibration_error=calibration_error, calibration_source=source, calibration_held_out=held_out,
+            **_phases(state),
         ),
         status_code=200,
     )
 
 
-def _calibration(state: State) -> tuple[str | None, str | None]:
-    """The fit and its problem where the configured `decision.policy` uses a fit, else nothing:
-    under `seed_rules` a missing or foreign fit changes no answer and asks nothing of the operator."""
+def _calibration(state: State) -> tuple[str | None, str | None, str | None, dict[str, Any] | None]:
+    """The fit, its problem, its source and held-out figures where the configured
+    `decision.policy` uses a fit, else nothing: under `seed_rules` a missing or foreign fit
+    changes no answer and asks nothing of the operator."""
     ops = state.get(OPS_KEY)
     if not isinstance(ops, Operations) or ops.flags().decision.policy != "calibrated":
-        return None, None
+        return None, None, None, None
     decision = get_state(state).decision
-    return decision.calibration(), decision.error()
+    return decision.calibration(), decision.error(), decision.source(), decision.held_out()
 
 
 def _phases(state: State) -> dict[str, int | None]:

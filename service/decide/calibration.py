@@ -231,8 +231,17 @@ class CalibrationError(ValueError):
 
 def load_model(path: Path) -> CalibrationModel:
     try:
-        model = msgspec.json.decode(path.read_bytes(), type=CalibrationModel)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CalibrationError(f"{path}: {exc}") from exc
+    return parse_model(data, str(path))
+
+
+def parse_model(data: bytes | str, path: str) -> CalibrationModel:
+    """A fit from its JSON (a file, or a stored fit's row: `fit_store`); `path` names it in errors."""
+    try:
+        model = msgspec.json.decode(data, type=CalibrationModel)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise CalibrationError(f"{path}: {exc}") from exc
     if model.format != MODEL_FORMAT:
         raise CalibrationError(f"{path}: format {model.format}, this service reads format {MODEL_FORMAT}; refit")

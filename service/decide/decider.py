@@ -136,6 +136,12 @@ class Decider:
     def served_pages(self) -> str:
         return self._served_pages
 
+    def use_own(self, model: CalibrationModel | None, error: str | None = None) -> None:
+        """Swap the corpus's own fit at run time: a fit learned from reviewed traffic, activated
+        or restored on any replica (`fit_store`), or the fit file again (`error`: why it is
+        not in use). With `serve_pages`, the only change a Decider takes."""
+        self.own, self.own_error = model, error
+
     def active_calibration(self) -> CalibrationModel | None:
         """The fit that decides under `calibrated`: the corpus's own when it was fitted on the
         served pages, else the portable one, else none (the seed rules decide)."""

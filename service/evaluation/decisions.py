@@ -11,6 +11,10 @@ eval-decisions --queries FILE [--phase N|all] [--json FILE] [--plot FILE] [--mod
     top-1 / top-3 / MRR@10 per kind, the ranking's ceiling; `--plot` draws the
     risk-coverage curves.  Warns when the fitted file was made for another corpus version.
 
+fit-decisions --from-review
+    The corpus's own fit from its reviewed traffic, compared on a held-out share and activated
+    only if better (from_review.py).
+
 fit-decisions --queries FILE [--out FILE]
     Collects the same signals (`Outcome.signals`), fits one logistic model per phase on the
     dev split (decide/calibration_fit.py), chooses answer_p / no_match_p / ambiguity_ratio on
@@ -192,6 +196,7 @@ def calibrated_p(model: CalibrationModel, run: CaseRun) -> float:
 
 def fit(
     collected: Collected, cases: Sequence[LabelledQuery], query_set: str, *, portable: bool = False,
+    max_wrong: float = MAX_WRONG,
 ) -> CalibrationModel:
     """One model per phase on the dev split, and its operating points chosen on dev (on held-out p,
     `calibration_fit.cross_fitted`).
@@ -259,7 +264,7 @@ def fit(
                         covered += status == "answer"
             return right, answers, wrong, answerable, covered
 
-        chosen[phase] = choose_point(evaluate, MAX_WRONG)
+        chosen[phase] = choose_point(evaluate, max_wrong)
         c = chosen[phase]
         say(f"phase {phase} on dev, held out: {msgspec.to_builtins(c.point)}; wrong answers {c.wrong_rate:.1%}, "
             f"coverage {c.coverage:.1%}, right decisions {c.right_decisions / len(held_out):.0f}/{len(mine)}")
@@ -458,6 +463,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--signals", type=Path, action="append",
                    help="--cross-corpus: a runs file per query set, read when it exists, else written")
     p.add_argument("--phase", choices=("1", "2", "3", "all"), default="all")
+    p.add_argument("--max-wrong", type=float, default=MAX_WRONG,
+                   help="--cross-corpus: the wrong-answer rate the fits' points keep on dev (default %(default)s)")
     p.add_argument("--json", type=Path, help="also write the reports as JSON")
     p.add_argument("--plot", type=Path, help="write the risk-coverage curves as a PNG")
     p.add_argument("--model", type=Path, default=CALIBRATION_FILE, help="fitted calibration file")
@@ -470,8 +477,13 @@ def add_parsers(sub: Any) -> None:
         description="Run the labelled set through the pipeline, fit one logistic model per phase on dev, "
         "choose answer_p / no_match_p / ambiguity_ratio on dev for <= 3 %% wrong answers, write the JSON.",
     )
-    f.add_argument("--queries", type=Path, required=True, action="append",
+    f.add_argument("--queries", type=Path, action="append",
                    help="labelled query set; repeat it (with one --seeds-dir each) for a --portable fit")
+    f.add_argument("--from-review", action="store_true",
+                   help="fit the corpus's own decision on its reviewed traffic (the query log's reviews in "
+                   "DATABASE_URL / DATA_DIR), compare it on the held-out share with the fit in force and "
+                   "activate it only if it is better (service/evaluation/from_review.py)")
+    f.add_argument("--actor", default="cli", help="--from-review: who fitted it, in the audit trail")
     f.add_argument("--out", type=Path, help=f"default {CALIBRATION_FILE.name}, or {PORTABLE_CALIBRATION_FILE.name} "
                    "with --portable (service/decide/data/)")
     f.add_argument("--portable", action="store_true",
@@ -485,6 +497,16 @@ def add_parsers(sub: Any) -> None:
 
 
 def run_fit(args: argparse.Namespace, settings: Settings) -> int:
+    if args.from_review:
+        if args.queries or args.portable:
+            print("error: --from-review reads the reviewed traffic, not --queries / --portable", file=sys.stderr)
+            return 2
+        from service.evaluation.from_review import run_command
+
+        return run_command(args, settings)
+    if not args.queries:
+        print("error: --queries is required (or --from-review)", file=sys.stderr)
+        return 2
     query_sets: list[Path] = args.queries
     seeds_dirs: list[Path | None] = args.seeds_dir or [None]
     signals: list[Path | None] = args.signals or [None] * len(query_sets)
@@ -550,7 +572,7 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
         others = [i for i, c in enumerate(corpora) if c is not held]
         say(f"fitting the portable decision without {held.name}")
         fits[held.name] = fit(merge([collected[i] for i in others]), [case for i in others for case in corpora[i].cases],
-                              f"all but {held.name}", portable=True)
+                              f"all but {held.name}", portable=True, max_wrong=args.max_wrong)
     phase = 3 if args.phase == "all" else int(args.phase)
     table = leave_one_out(corpora, fits, phase)
     print(f"## Leave-one-corpus-out, test splits, phase {phase}\n")

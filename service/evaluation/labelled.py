@@ -118,7 +118,7 @@ def parse_query_set(text: str, source: str = "<text>") -> list[LabelledQuery]:
         problem = _problem(case)
         if problem is None and case.id in ids:
             problem = "duplicate id"
-        key = _query_key(case.query)
+        key = query_key(case.query)
         if problem is None and key in queries:
             problem = f"same query text as case {queries[key]!r}"
         if problem is not None:
@@ -151,7 +151,7 @@ def _problem(case: LabelledQuery) -> str | None:
     return None
 
 
-def _query_key(query: str) -> str:
+def query_key(query: str) -> str:
     # Case, spacing and end punctuation do not make a different query.
     return " ".join(query.casefold().split()).strip(" ?!.,")
 

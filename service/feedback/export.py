@@ -48,8 +48,9 @@ class Export:
         return "\n".join(head) + "\n" + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
 
 
-def _case(row: Mapping[str, Any]) -> tuple[Expectation, str] | str:
-    """The expectation and a note, or why there is none."""
+def expectation_of(row: Mapping[str, Any]) -> tuple[Expectation, str] | str:
+    """The expectation and a note, or why there is none (also the labels a fit from review
+    learns from: `evaluation/from_review.py`)."""
     review = row.get("review")
     feedback = row.get("feedback") or []
     results = row.get("results") or []
@@ -91,7 +92,7 @@ def export_cases(rows: Sequence[Mapping[str, Any]], pages: Collection[str]) -> E
         if not row.get("query"):
             refused.append(Refused(rid, "query text not stored (query_log.store_text is off)"))
             continue
-        made = _case(row)
+        made = expectation_of(row)
         if isinstance(made, str):
             refused.append(Refused(rid, made))
             continue

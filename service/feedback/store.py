@@ -127,6 +127,19 @@ async def export_candidates(pool: asyncpg.Pool[Any]) -> list[dict[str, Any]]:
     return [query_row(r) for r in rows]
 
 
+async def reviewed_candidates(pool: asyncpg.Pool[Any]) -> list[dict[str, Any]]:
+    """Queries with a review in force (a reviewer's verdict, feedback it confirms included),
+    oldest first, as `export_candidates` gives them, with `conversation` (whether the request
+    carried one)."""
+    rows = await pool.fetch(
+        f"select q.request_id, q.at, q.query, q.status, q.phase, q.results, q.options,"
+        f" q.conversation is not null as in_conversation, {_FEEDBACK_OF}, {_REVIEW_OF} from query_log q"
+        " where exists (select 1 from query_reviews r where r.request_id = q.request_id)"
+        " order by q.at, q.request_id"
+    )
+    return [query_row(r) for r in rows]
+
+
 @dataclass(frozen=True)
 class Counts:
     """The window's raw counts; every rate in the insights is one of these over another."""
