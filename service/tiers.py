@@ -175,8 +175,10 @@ class HybridTier:
             # The parts' searches run while the query is being embedded.
             while_embedding=lambda _keyword: parts.append(part_rankings(retriever.indexes.chunks, ctx)),
         )
-        keyword = candidates.keyword
-        if not ctx.query.is_multi_intent:  # the keyword leg as phase 2 ranks it
+        # The keyword leg as phase 2 ranks it: with the page priors (fusion applies them to the
+        # fused scores only), so a decision read off this leg does not bring a demoted page back.
+        keyword = lowered(candidates.keyword, page_factor(retriever.indexes, flags, ctx.query))
+        if not ctx.query.is_multi_intent:
             keyword = dedupe_per_document(keyword, flags.retrieval.max_chunks_per_doc)[0]
         page_similarity: dict[str, float] = {}
         for hit in candidates.hits:

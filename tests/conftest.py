@@ -259,6 +259,25 @@ async def logseq_client(logseq_dsn: str) -> AsyncIterator[Any]:
         yield client
 
 
+MKDOCS_DOCS = Path(__file__).parent / "corpora" / "mkdocs-docs"
+
+
+@pytest.fixture(scope="session")
+async def mkdocs_client(pg_server: PgServer) -> AsyncIterator[Any]:
+    """One real app seeded and embedded with MkDocs' documentation (tests/corpora/mkdocs-docs,
+    ~310 chunks), once per session; read-only (runtime flag overrides must be removed after)."""
+    from litestar.testing import AsyncTestClient
+
+    from service.app import create_app
+
+    name = await _create_database(pg_server)
+    settings = app_settings(pg_server.dsn(name), MKDOCS_DOCS)
+    async with AsyncTestClient(app=create_app(settings), timeout=60) as client:
+        await wait_until_ready(client, timeout_s=LOGSEQ_READY_TIMEOUT_S)
+        yield client
+    await _drop_database(pg_server, name)
+
+
 @pytest.fixture
 async def pool(db_url: str) -> AsyncIterator[asyncpg.Pool[Any]]:
     p = await create_pool(db_url, min_size=1, max_size=5)
