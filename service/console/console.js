@@ -87,6 +87,7 @@
         (typeof d.phase_in_force === "number" && d.phase_in_force !== d.phase
           ? " · in force " + (d.phase_in_force === 0 ? "none (disabled)" : "phase " + d.phase_in_force) : "");
       pill.className = "pill ok";
+      $("decision-status").textContent = decisionLine(d);
       // Before the admin token loads the flags, the configured phase comes from /ready:
       // the selector never shows a phase the service is not configured with.
       if (typeof d.phase === "number" && !state.flags.length && document.activeElement !== $("flag-phase")) {
@@ -96,6 +97,23 @@
       pill.textContent = "not ready: " + ((res.data && (res.data.reason || res.data.error)) || res.status);
       pill.className = "pill bad";
     }
+  }
+
+  // Which fit decides (/ready): a fit learned from reviewed traffic with its held-out figures,
+  // the corpus's fit file, the portable fit, or the seed rules.
+  function decisionLine(d) {
+    if (d.decision_policy !== "calibrated" || !d.calibration) {
+      return "decided by: the seed rules" + (d.calibration_error ? " (" + d.calibration_error + ")" : "");
+    }
+    const h = d.calibration_held_out;
+    if (d.calibration_source === "review" && h && h.fit) {
+      return "decided by: " + d.calibration + " (own, fitted on " + fmt(h.fitted_on) + " reviewed cases; held out: right " +
+        pct(h.fit.right_rate) + ", wrong " + pct(h.fit.wrong_rate) + ")";
+    }
+    if (d.calibration_source === "portable") {
+      return "decided by: portable fit " + d.calibration + " (this corpus has no fit of its own)";
+    }
+    return "decided by: " + d.calibration + " (own fit file)";
   }
 
   // The corpus's own categories (GET /documents), refreshed with the status:
