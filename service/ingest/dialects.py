@@ -280,6 +280,9 @@ _INCLUDE = re.compile(r"^\s*(?:--8<--|\{%\s*include\b|<<<\s|!include\b|\{!.*!\}\
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(.*)$")
 _LINKS = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\([^)\n]*\)|\[\[[^\]\n]+\]\]|\[[^\]\n]+\]\[[^\]\n]*\]")
 _PROPERTY = re.compile(r"^\s*(?:[-*+]\s+)?[A-Za-z][\w.-]*::(?:\s.*)?$")
+# A page that states what it is about in a property ("description:: This refers to iOS on
+# mobile.") says something of its own: it is not a stub, however short.
+_DESCRIPTION = re.compile(r"^\s*(?:[-*+]\s+)?(?:description|summary)::\s*\w", re.IGNORECASE)
 _HEADING = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+)?#{1,6}(?:\s|$)")
 _HTML_ANCHOR = re.compile(r"<a\s[^>]*?\b(?:id|name)\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
 _LINK_DEF = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
@@ -300,10 +303,14 @@ class Rewritten:
     """Lines that are includes, directives, link-list items, properties or components."""
     prose_chars: int = 0
     """Characters of words in the rest (headings and code excluded)."""
+    described: bool = False
+    """The page states what it is about in a `description::` / `summary::` property."""
 
     @property
     def stub(self) -> bool:
         """Nothing to say on its own: next to no prose, and only structure besides it."""
+        if self.described:
+            return False
         return self.prose_chars < STUB_PROSE_CHARS and (self.structure > 0 or self.prose_chars == 0)
 
 
@@ -421,7 +428,10 @@ class _Rewriter:
             self.out.anchors.update(inline_ids(line))
         if "<a" in line:  # `<a id="x"></a>`: an anchor every generator keeps
             self.out.anchors.update(_HTML_ANCHOR.findall(line))
-        if _INCLUDE.match(line) or _PROPERTY.match(line):
+        if _DESCRIPTION.match(line):
+            self.out.described = True
+            self._emit(line, structure=True)
+        elif _INCLUDE.match(line) or _PROPERTY.match(line):
             self._emit(line, structure=True)
         elif _HEADING.match(line) or _LINK_DEF.match(line):
             self._emit(line)

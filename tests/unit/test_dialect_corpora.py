@@ -199,6 +199,9 @@ def test_stubs_are_pages_with_nothing_to_say() -> None:
     properties_only = parse_page("type:: [[Command]]\nname:: Search\n")
     prose = parse_page("# Pages\n\n" + "This page explains how pages work in some detail. " * 5)
     assert links_only.stub and properties_only.stub and not prose.stub
+    # A page that says what it is about in a property has something to say ("mobile" → iOS).
+    described = parse_page("type:: [[Platform]]\ndescription:: This refers to iOS on mobile.\n")
+    assert not described.stub
 
 
 # --- anchors, flags, discovery, snippets ------------------------------------------
