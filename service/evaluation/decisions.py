@@ -493,6 +493,8 @@ def add_parsers(sub: Any) -> None:
                    help="runs file per query set: read when it exists (delete it after a ranking change), else written")
     f.add_argument("--data-dir", type=Path)
     f.add_argument("--seeds-dir", type=Path, action="append", help="the corpus of each --queries (env SEEDS_DIR)")
+    f.add_argument("--max-wrong", type=float, default=MAX_WRONG,
+                   help="the wrong-answer rate the operating points keep on dev (default %(default)s)")
     f.set_defaults(handler=run_fit)
 
 
@@ -531,7 +533,8 @@ def run_fit(args: argparse.Namespace, settings: Settings) -> int:
         all_cases += cases
     out: Path = args.out or (PORTABLE_CALIBRATION_FILE if args.portable else CALIBRATION_FILE)
     try:
-        model = fit(merge(runs), all_cases, ", ".join(map(str, query_sets)), portable=args.portable)
+        model = fit(merge(runs), all_cases, ", ".join(map(str, query_sets)), portable=args.portable,
+                    max_wrong=args.max_wrong)
     except (CalibrationError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -579,7 +582,8 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     print(markdown(table))
     if args.json is not None:
         write(args.json, table, {"phase": phase, "query_sets": [str(q) for q in query_sets],
-                                 "fits": {name: m.version for name, m in fits.items()}})
+                                 "max_wrong": args.max_wrong,
+                                 "fits": {name: msgspec.to_builtins(m) for name, m in fits.items()}})
         say(f"wrote {args.json}")
     return 0
 
