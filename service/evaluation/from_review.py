@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import datetime as dt
 import hashlib
+import logging
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,8 @@ from service.feedback.store import reviewed_candidates
 from service.fit_store import FitStore, StoredFit
 from service.flags import Flags
 from service.settings import Settings
+
+log = logging.getLogger(__name__)
 
 MIN_CASES = 60
 MIN_HELD_OUT = 20
@@ -293,6 +296,7 @@ async def fit_from_review(
     }
     progress.step = "storing"
     stored = await store.add(pool, model, figures, actor=actor, reason=reason, activate=better)
+    log.info("decision fit #%d %s from %d reviewed queries: %s", stored.id, stored.version, len(cases), reason)
     return FitOutcome(fit=stored, activated=better, reason=reason)
 
 
