@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Request, Response, get, post
+from litestar import HttpMethod, Request, Response, get, post, route
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.exceptions import ClientException, NotFoundException
@@ -48,6 +48,14 @@ def in_force(state: State, learning: Learning) -> dict[str, Any]:
             "source": learning.source(), "held_out": learning.held_out(),
             "stored_active": learning.store.active.id if learning.store.active else None,
             "error": learning.store.error}
+
+
+@route("/admin/decision-fits", http_method=[HttpMethod.OPTIONS], include_in_schema=False, sync_to_thread=False)
+def fits_options(request: Request[Any, Any, Any]) -> Response[None]:
+    """Registered before GET and POST: Litestar 2.25's automatic OPTIONS (and a 405's `Allow`)
+    would list only the first handler's methods (as for /admin/flags in api/ops.py)."""
+    methods = {m for r in request.app.routes if r.path == request.url.path for m in r.methods}
+    return Response(None, status_code=204, headers={"Allow": ", ".join(sorted(methods))})
 
 
 @post("/admin/decision-fits", guards=[admin_guard], status_code=202,
@@ -115,17 +123,21 @@ def _row(fit: Any) -> dict[str, Any]:
             "active": fit.active, "created_by": fit.created_by, "reason": fit.reason, "figures": fit.figures}
 
 
-@post("/admin/decision-fits/{fit_id:int}/activate", guards=[admin_guard], status_code=200,
-      responses=client_errors(400, 401, 403, 404, 409, 503), summary="Make a stored decision fit the one in force")
+@post("/admin/decision-fits/{fit_id:str}/activate", guards=[admin_guard], status_code=200,
+      responses=client_errors(401, 403, 404, 409, 503), summary="Make a stored decision fit the one in force")
 async def activate_fit(
-    state: State, request: Request[Any, Any, Any], fit_id: FromPath[int], pipeline: NamedDependency[Pipeline],
+    state: State, request: Request[Any, Any, Any], fit_id: FromPath[str], pipeline: NamedDependency[Pipeline],
 ) -> dict[str, Any]:
+    # A text id, checked here: a malformed one is simply no fit, and the guard answers first.
+    if not fit_id.isascii() or not fit_id.isdigit() or len(fit_id) > 18:
+        raise NotFoundException(f"no stored decision fit {fit_id!r}")
     learning = learning_of(state)
     pool = require_pool(get_state(state), "activating a decision fit")
     try:
         async with database_write("activating a decision fit"):
             fit = await learning.store.activate(
-                pool, fit_id, actor=_actor(request), reason="activated by hand", served_pages=pipeline.decider.served_pages,
+                pool, int(fit_id), actor=_actor(request), reason="activated by hand",
+                served_pages=pipeline.decider.served_pages,
             )
     except UnknownFit as err:
         raise NotFoundException(f"no stored decision fit #{fit_id}") from err
@@ -145,4 +157,4 @@ async def deactivate_fit(state: State, request: Request[Any, Any, Any]) -> dict[
     return {"deactivated": _row(fit) if fit is not None else None, "in_force": in_force(state, learning)}
 
 
-ROUTES = [start_fit, fit_job, list_fits, activate_fit, deactivate_fit]
+ROUTES = [fits_options, start_fit, fit_job, list_fits, activate_fit, deactivate_fit]
