@@ -23,8 +23,12 @@ from tests.conftest import golden_files
 _KNOWN_FAILURE = re.compile(r"known failure @([\d,\s]+):\s*(.*)", re.DOTALL)
 
 
-def _marks(case: GoldenCase, phase: int) -> list[pytest.MarkDecorator]:
+def _marks(case: GoldenCase, phase: int, policy: str) -> list[pytest.MarkDecorator]:
     # A known failure is the service's fault, not the case's: strict, so a fix shows up.
+    divergence = POLICY_DIVERGENCES.get(policy, {}).get(case.id, {})
+    if phase in divergence:
+        reason = divergence[phase]
+        return [] if reason is None else [pytest.mark.xfail(strict=True, reason=f"{policy}: {reason}")]
     if case.known_failure:
         return [pytest.mark.xfail(strict=True, reason=case.known_failure)]
     match = _KNOWN_FAILURE.match(case.note or "")
@@ -33,34 +37,50 @@ def _marks(case: GoldenCase, phase: int) -> list[pytest.MarkDecorator]:
     return [pytest.mark.xfail(strict=True, reason=match.group(2).strip())]
 
 
-def _cases(logseq: bool) -> list[Any]:
+def _cases(logseq: bool, policy: str) -> list[Any]:
     return [
-        pytest.param(case, phase, id=f"{case.id}@phase{phase}", marks=_marks(case, phase))
+        pytest.param(case, phase, id=f"{case.id}@phase{phase}", marks=_marks(case, phase, policy))
         for path in golden_files(logseq)
         for case in load_golden(path)
         for phase in phases_of(case)
     ]
 
 
-@pytest.mark.parametrize(("case", "phase"), _cases(logseq=False))
+def _policies() -> tuple[str, str]:
+    """(the decision policy in force by default, the other one): the goldens must pass under both."""
+    from service.flags import load_flags
+    from service.settings import PROJECT_ROOT
+
+    default = load_flags(PROJECT_ROOT / "flags.yaml").decision.policy
+    return default, "seed_rules" if default == "calibrated" else "calibrated"
+
+
+DEFAULT_POLICY, OTHER_POLICY = _policies()
+
+# The golden files' known-failure notes describe the seed rules. Where a policy's answer differs
+# from them today: policy → case id → {phase: reason}; None = the case passes there although
+# the golden file marks it a known failure. Each entry is a strict xfail (or a plain pass), so
+# a fix or a regression shows up.
+POLICY_DIVERGENCES: dict[str, dict[str, dict[int, str | None]]] = {
+    "calibrated": {
+        "which-notes-link-here": {3: "Links Overview and Notes score within the phase-3 ambiguity ratio (0.8): "
+                                     "asks 'Do you mean Links Overview or Notes?' instead of answering"},
+        "multi-intent-workspace-and-widgets": {1: "phase 1's answer_p is 0.98 (held-out p at phase 1 keeps wrong "
+                                                  "answers <= 3 % only there): neither part is sure, so the whole "
+                                                  "query is asked about"},
+        "category-filter-actions-keyword-phases": {2: None},
+    },
+}
+
+
+@pytest.mark.parametrize(("case", "phase"), _cases(logseq=False, policy=DEFAULT_POLICY))
 async def test_golden_case(service_client: Any, case: GoldenCase, phase: int) -> None:
     await _replay_one(service_client, case, phase)
 
 
-@pytest.mark.parametrize(("case", "phase"), _cases(logseq=True))
+@pytest.mark.parametrize(("case", "phase"), _cases(logseq=True, policy=DEFAULT_POLICY))
 async def test_logseq_golden_case(logseq_client: Any, case: GoldenCase, phase: int) -> None:
     await _replay_one(logseq_client, case, phase)
-
-
-def _other_policy() -> str:
-    """The decision policy flags.yaml does not choose: the goldens must pass under both."""
-    from service.flags import load_flags
-    from service.settings import PROJECT_ROOT
-
-    return "seed_rules" if load_flags(PROJECT_ROOT / "flags.yaml").decision.policy == "calibrated" else "calibrated"
-
-
-OTHER_POLICY = _other_policy()
 
 
 @pytest.fixture
@@ -72,34 +92,7 @@ async def other_policy(service_client: Any) -> AsyncIterator[str]:
         yield OTHER_POLICY
 
 
-# Where the other policy's answer differs from the default's on a golden case today: case id →
-# {phase: reason}; None = the case passes there although the golden file marks it a known failure.
-# Each entry is a strict xfail (or a plain pass), so a fix or a regression shows up.
-OTHER_POLICY_DIVERGENCES: dict[str, dict[int, str | None]] = {
-    "which-notes-link-here": {3: "Links Overview and Notes score within the phase-3 ambiguity ratio (0.8): asks "
-                                 "'Do you mean Links Overview or Notes?' instead of answering"},
-    "multi-intent-workspace-and-widgets": {1: "phase 1's answer_p is 0.98 (held-out p at phase 1 keeps wrong "
-                                              "answers <= 3 % only there): neither part is sure, so the whole "
-                                              "query is asked about"},
-    "category-filter-actions-keyword-phases": {2: None},
-}
-
-
-def _other_policy_cases() -> list[Any]:
-    out = []
-    for param in _cases(logseq=False):
-        case, phase = param.values
-        divergence = OTHER_POLICY_DIVERGENCES.get(case.id, {})
-        if phase not in divergence:
-            out.append(param)
-            continue
-        reason = divergence[phase]
-        marks = [] if reason is None else [pytest.mark.xfail(strict=True, reason=f"{OTHER_POLICY}: {reason}")]
-        out.append(pytest.param(case, phase, id=param.id, marks=marks))
-    return out
-
-
-@pytest.mark.parametrize(("case", "phase"), _other_policy_cases())
+@pytest.mark.parametrize(("case", "phase"), _cases(logseq=False, policy=OTHER_POLICY))
 async def test_golden_case_under_the_other_policy(
     service_client: Any, other_policy: str, case: GoldenCase, phase: int
 ) -> None:
