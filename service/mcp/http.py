@@ -55,10 +55,8 @@ class McpEndpoint:
         self._token = settings.mcp_token
         self.backend = RestBackend()
         self.server: Server[Any] = build_server(self.backend)
-        self.sessions = StreamableHTTPSessionManager(
-            app=self.server, json_response=True, stateless=True,
-            security_settings=_transport_security(settings.host), max_request_body_size=MAX_BODY_BYTES,
-        )
+        self._security = _transport_security(settings.host)
+        self.sessions = self._new_sessions()
 
         async def handle(scope: Scope, receive: Receive, send: Send) -> None:
             problem = self._refusal(scope)
@@ -69,9 +67,18 @@ class McpEndpoint:
 
         self.route: ASGIRouteHandler = asgi(PATH, copy_scope=True, include_in_schema=False)(handle)
 
+    def _new_sessions(self) -> StreamableHTTPSessionManager:
+        return StreamableHTTPSessionManager(
+            app=self.server, json_response=True, stateless=True,
+            security_settings=self._security, max_request_body_size=MAX_BODY_BYTES,
+        )
+
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Litestar) -> AsyncIterator[None]:
         self.backend.bind(app)
+        # The SDK's manager runs once per instance; an app started again (a test client per
+        # test, as the API fuzzer does) gets a manager of its own.
+        self.sessions = self._new_sessions()
         try:
             async with self.sessions.run():
                 yield
