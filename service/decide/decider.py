@@ -352,35 +352,53 @@ class RecordedRun(Protocol):
     def keyword_reason(self) -> str: ...
 
 
+RULES: dict[str, str] = {
+    "named_page": "a query that is a page's title answers with that page ('what is X', 'advanced queries')",
+    "synonym_named_pages": "a query the corpus's synonyms make the title of two pages asks between them",
+    "out_of_domain_words": "a word the corpus never uses while only body text matched: no match",
+    "multi_intent": "two needs in one message, each a sure page: both pages",
+    "third_contender": "a third page as level as the second joins the question",
+    "phase2_verdict": "phase 3 also reads phase 2's p on its keyword leg",
+    "same_need": "a second page under the same heading is named related, not asked about",
+    "words_found": "a query whose every word is on the top page is asked about, never declined",
+}
+"""The calibrated policy's special rules by name: `replayed_status(without=…)` replays the
+decision without them (the ablation, `eval-decisions --cross-corpus`)."""
+
+
 def replayed_status(
     run: RecordedRun, p: float, point: DecisionPoint, keyword: KeywordVerdict | None,
-    multi: Sequence[str] | None = (),
+    multi: Sequence[str] | None = (), *, without: frozenset[str] = frozenset(),
 ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """(status, shown pages, options) the calibrated policy gives a seed-rules run's signals at
     `p` and `point`: `Decider` routing, on numbers. `multi`: a multi-intent answer's pages in
-    the calibrated order (`multi_intent_pages`; empty: as shown), None when it does not stand."""
-    if run.reason == "multi_intent" and multi is not None:
+    the calibrated order (`multi_intent_pages`; empty: as shown), None when it does not stand.
+    `without`: `RULES` left out."""
+    if run.reason == "multi_intent" and multi is not None and "multi_intent" not in without:
         place = order_of(multi)  # sure pages first among the options; results keep their scores' order
         return run.status, run.shown, tuple(sorted(run.options, key=place))
     kept = run.reason != "multi_intent"
-    if kept and run.keyword_reason == "out_of_domain":
+    if kept and run.keyword_reason == "out_of_domain" and "out_of_domain_words" not in without:
         return "no_match", (), ()
-    if kept and run.keyword_reason in NAMING_REASONS:
+    if kept and run.keyword_reason in NAMING_REASONS and "named_page" not in without:
         return "answer", run.shown, ()  # the seed rules' answer: the named page first
-    if kept and run.keyword_reason == NAMES_PAGES:
+    if kept and run.keyword_reason == NAMES_PAGES and "synonym_named_pages" not in without:
         return "clarify", run.shown, run.options  # the seed rules' question between the named pages
     f = run.features
     ranked = run.ranked
     if not ranked or f["top_score"] <= 0 or f["tokens"] == 0:
         return "no_match", (), ()
     action = choose(
-        p, score_ratio=f["score_ratio"], has_second=len(ranked) > 1, second_same_need=run.second_same_need,
-        point=point, keyword=keyword, top_doc=ranked[0], found=words_found(f),
+        p, score_ratio=f["score_ratio"], has_second=len(ranked) > 1,
+        second_same_need=run.second_same_need and "same_need" not in without, point=point,
+        keyword=None if "phase2_verdict" in without else keyword, top_doc=ranked[0],
+        found=words_found(f) and "words_found" not in without,
     )
     if action == "no_match":
         return "no_match", (), ()
     if action == "ambiguous":
-        options = ranked[:3] if third_joins_question(run.third_score_ratio, point) else ranked[:2]
+        third = "third_contender" not in without and third_joins_question(run.third_score_ratio, point)
+        options = ranked[:3] if third else ranked[:2]
     elif action == "weak":
         options = ranked[:3]
     else:

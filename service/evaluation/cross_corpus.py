@@ -112,7 +112,7 @@ def tally(
 
 
 def replay_calibrated(
-    model: CalibrationModel, run: CaseRun, phase2: CaseRun | None,
+    model: CalibrationModel, run: CaseRun, phase2: CaseRun | None, without: frozenset[str] = frozenset(),
 ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """What `decision.policy: calibrated` with `model` (and its own points) decides on a seed-rules run."""
     from service.decide.calibration import KeywordVerdict, probability
@@ -130,7 +130,7 @@ def replay_calibrated(
     if run.phase == 3 and phase2 is not None:
         verdict = KeywordVerdict(p=probability(model.phases["2"], phase2.features),
                                  top_doc=phase2.ranked[0] if phase2.ranked else None, point=points.at(2))
-    return replayed_status(run, calibrated_p(model, run), point, verdict, multi)
+    return replayed_status(run, calibrated_p(model, run), point, verdict, multi, without=without)
 
 
 def leave_one_out(
@@ -184,3 +184,57 @@ def markdown(table: dict[str, dict[str, dict[str, float | int | None]]]) -> str:
 def write(path: Path, table: dict[str, dict[str, dict[str, float | int | None]]], meta: dict[str, object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**meta, "table": table}, indent=2) + "\n", encoding="utf-8")
+
+
+def ablation(
+    corpora: Sequence[CorpusRuns], fit_without: dict[str, CalibrationModel], phase: int = 3,
+) -> dict[str, dict[str, object]]:
+    """Each of the calibrated policy's special rules (`decider.RULES`) left out in turn, every
+    corpus decided by the fit made without it: pooled right outcomes and wrong answers with and
+    without the rule on the dev splits (where the verdict is made: a rule stays only if it gains
+    at least 1 point of right outcome without adding wrong answers) and on the test splits."""
+    from service.decide.decider import RULES
+
+    out: dict[str, dict[str, object]] = {}
+    for rule in ("none", *RULES):
+        without = frozenset() if rule == "none" else frozenset({rule})
+        row: dict[str, object] = {}
+        for split in ("dev", "test"):
+            total = Tally()
+            for corpus in corpora:
+                by_key = {(r.case_id, r.phase): r for r in corpus.runs if r.policy == "seed_rules"}
+                for case in corpus.cases:
+                    run = by_key.get((case.id, phase))
+                    if case.split != split or run is None:
+                        continue
+                    status, shown, options = replay_calibrated(fit_without[corpus.name], run,
+                                                               by_key.get((case.id, 2)), without)
+                    total.add(tally(case, run, status, shown, options))
+            row[split] = {"cases": total.cases, "right": total.right, "wrong": total.wrong, "answers": total.answers}
+        out[rule] = row
+    base = out["none"]
+    for rule, row in out.items():
+        if rule == "none":
+            continue
+        dev, base_dev = row["dev"], base["dev"]
+        assert isinstance(dev, dict) and isinstance(base_dev, dict)
+        gain = 100 * (base_dev["right"] - dev["right"]) / max(base_dev["cases"], 1)
+        row["dev_gain_points"] = round(gain, 2)
+        row["keep"] = gain >= 1.0 and base_dev["wrong"] <= dev["wrong"]
+    return out
+
+
+def ablation_markdown(table: dict[str, dict[str, object]]) -> str:
+    from service.decide.decider import RULES
+
+    lines = ["| rule left out | dev right / wrong (answers) | test right / wrong (answers) | dev gain of the rule | verdict |",
+             "|---|--:|--:|--:|---|"]
+    for rule, row in table.items():
+        dev, test = row["dev"], row["test"]
+        assert isinstance(dev, dict) and isinstance(test, dict)
+        name = "(none: every rule in)" if rule == "none" else f"`{rule}`: {RULES[rule]}"
+        gain = "" if rule == "none" else f"{row['dev_gain_points']:+.2f} pt"
+        verdict = "" if rule == "none" else ("keep" if row["keep"] else "does not pay")
+        lines.append(f"| {name} | {dev['right']}/{dev['cases']} · {dev['wrong']} ({dev['answers']}) | "
+                     f"{test['right']}/{test['cases']} · {test['wrong']} ({test['answers']}) | {gain} | {verdict} |")
+    return "\n".join(lines)

@@ -550,7 +550,14 @@ def run_fit(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     """Leave-one-corpus-out (service/evaluation/cross_corpus.py): one table, per corpus and pooled."""
-    from service.evaluation.cross_corpus import CorpusRuns, leave_one_out, markdown, write
+    from service.evaluation.cross_corpus import (
+        CorpusRuns,
+        ablation,
+        ablation_markdown,
+        leave_one_out,
+        markdown,
+        write,
+    )
 
     query_sets: list[Path] = args.queries
     seeds_dirs: list[Path] = args.seeds_dir or []
@@ -580,9 +587,12 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     table = leave_one_out(corpora, fits, phase)
     print(f"## Leave-one-corpus-out, test splits, phase {phase}\n")
     print(markdown(table))
+    ablated = ablation(corpora, fits, phase)
+    print(f"\n## The calibrated policy's rules, each left out (leave-one-corpus-out fits), phase {phase}\n")
+    print(ablation_markdown(ablated))
     if args.json is not None:
         write(args.json, table, {"phase": phase, "query_sets": [str(q) for q in query_sets],
-                                 "max_wrong": args.max_wrong,
+                                 "max_wrong": args.max_wrong, "ablation": ablated,
                                  "fits": {name: msgspec.to_builtins(m) for name, m in fits.items()}})
         say(f"wrote {args.json}")
     return 0

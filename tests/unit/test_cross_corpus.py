@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from itertools import count
 
+import msgspec
+
 from service.decide.calibration import FEATURES, MODEL_FORMAT, CalibrationModel, PhaseModel
 from service.evaluation.cross_corpus import POLICIES, CorpusRuns, leave_one_out, markdown
 from service.evaluation.decision_metrics import CaseRun
@@ -64,3 +66,25 @@ def test_each_corpus_is_decided_by_the_fit_made_without_it() -> None:
     # The legs beside the fusion on the question: fused and keyword have the page, semantic does not.
     assert (seed["pooled"]["fused_top3"], seed["pooled"]["keyword_top3"], seed["pooled"]["semantic_top3"]) == (2, 2, 0)
     assert "| pooled |" in markdown(table)
+
+
+def test_the_ablation_leaves_each_rule_out_and_keeps_only_those_that_pay() -> None:
+    from dataclasses import replace
+
+    from service.decide.decider import RULES
+    from service.evaluation.cross_corpus import ablation
+
+    corpora = []
+    for name in ("a", "b"):
+        base = corpus(name)
+        ood = {c.id for c in base.cases if c.kind == "out_of_domain"}
+        # The out-of-domain question holds a word the corpus never uses: the seed rules say so.
+        runs = [r if r.case_id not in ood else msgspec.structs.replace(r, keyword_reason="out_of_domain")
+                for r in base.runs]
+        corpora.append(replace(base, runs=runs))
+    table = ablation(corpora, {"a": fit_answering(True), "b": fit_answering(True)})
+    assert set(table) == {"none", *RULES}
+    # The answering fits answer an out-of-domain question unless the unknown-word rule declines it.
+    test_base, test_without = table["none"]["test"], table["out_of_domain_words"]["test"]
+    assert isinstance(test_base, dict) and isinstance(test_without, dict)
+    assert test_without["wrong"] == test_base["wrong"] + 2 and test_without["right"] == test_base["right"] - 2
