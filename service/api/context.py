@@ -39,9 +39,9 @@ from service.context.types import (
     Budget,
     ContextInputs,
     ContextResult,
+    ContextSection,
     Dropped,
     Message,
-    Section,
     UiState,
     WidgetState,
     budget_of,
@@ -111,7 +111,7 @@ class ContextResponse(Base, frozen=True):
     phase: int
     fallback_path: list[FallbackStep]
     request_id: str
-    sections: list[Section]
+    sections: list[ContextSection]
     total_tokens: int
     total_budget: int
     text: str

@@ -43,11 +43,11 @@ from service.context.types import (
     Citation,
     ContextInputs,
     ContextResult,
+    ContextSection,
     Dropped,
     DropReason,
     Passage,
     Scope,
-    Section,
 )
 from service.normalize.text import clean
 
@@ -345,7 +345,7 @@ def build_context(inputs: ContextInputs, budget: Budget, count: Counter, tokeniz
     text = _assemble(sections)
     return ContextResult(
         sections=[
-            Section(name=s.name, tokens=fitter.tokens(s), budget=s.budget, text=s.text(),
+            ContextSection(name=s.name, tokens=fitter.tokens(s), budget=s.budget, text=s.text(),
                     citations=_citations(s, count))
             for s in sections
         ],

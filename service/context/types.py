@@ -1,6 +1,6 @@
 """Inputs and outputs of the phase 4 context builder (pure data, no I/O).
 
-The output types (`Section`, `Citation`, `Dropped`) are msgspec Structs so the
+The output types (`ContextSection`, `Citation`, `Dropped`) are msgspec Structs so the
 /context response can carry them unchanged.
 """
 
@@ -114,7 +114,7 @@ class Citation(Base, frozen=True):
     scope: Scope = "chunk"
 
 
-class Section(Base, frozen=True):
+class ContextSection(Base, frozen=True):
     name: str
     tokens: int
     budget: int
@@ -134,7 +134,7 @@ class Dropped(Base, frozen=True):
 
 
 class ContextResult(Base, frozen=True):
-    sections: list[Section]
+    sections: list[ContextSection]
     text: str
     total_tokens: int
     total_budget: int
