@@ -498,6 +498,22 @@ def add_parsers(sub: Any) -> None:
     f.set_defaults(handler=run_fit)
 
 
+def _serve_each(
+    settings: Settings, data_dir: Path | None, query_sets: Sequence[Path], seeds_dirs: Sequence[Path | None],
+    signals: Sequence[Path | None],
+) -> list[tuple[list[LabelledQuery], Collected]] | None:
+    """Each labelled set's cases and the service's seed-rules runs on its corpus (None: a set did not load)."""
+    served = []
+    for queries, seeds_dir, signals_file in zip(query_sets, seeds_dirs, signals, strict=True):
+        loaded = _load_cases(queries)
+        if loaded is None:
+            return None
+        cases, corpus = loaded
+        here = settings.with_overrides(data_dir=data_dir, seeds_dir=seeds_dir)
+        served.append((cases, run_service(here, cases, corpus, None, ("seed_rules",), signals_file)))
+    return served
+
+
 def run_fit(args: argparse.Namespace, settings: Settings) -> int:
     if args.from_review:
         if args.queries or args.portable:
@@ -521,16 +537,11 @@ def run_fit(args: argparse.Namespace, settings: Settings) -> int:
     if len(signals) != len(query_sets):
         print(f"error: {len(query_sets)} --queries need as many --signals (got {len(signals)})", file=sys.stderr)
         return 2
-    all_cases: list[LabelledQuery] = []
-    runs: list[Collected] = []
-    for queries, seeds_dir, signals_file in zip(query_sets, seeds_dirs, signals, strict=True):
-        loaded = _load_cases(queries)
-        if loaded is None:
-            return 2
-        cases, corpus = loaded
-        here = settings.with_overrides(data_dir=args.data_dir, seeds_dir=seeds_dir)
-        runs.append(run_service(here, cases, corpus, None, ("seed_rules",), signals_file))
-        all_cases += cases
+    served = _serve_each(settings, args.data_dir, query_sets, seeds_dirs, signals)
+    if served is None:
+        return 2
+    all_cases = [case for cases, _ in served for case in cases]
+    runs = [collected for _, collected in served]
     out: Path = args.out or (PORTABLE_CALIBRATION_FILE if args.portable else CALIBRATION_FILE)
     try:
         model = fit(merge(runs), all_cases, ", ".join(map(str, query_sets)), portable=args.portable,
@@ -566,17 +577,11 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
         print("error: --cross-corpus needs two or more --queries, each with its --seeds-dir (and --signals, "
               "if given)", file=sys.stderr)
         return 2
-    corpora: list[CorpusRuns] = []
-    collected: list[Collected] = []
-    for queries, seeds_dir, signals_file in zip(query_sets, seeds_dirs, signals, strict=True):
-        loaded = _load_cases(queries)
-        if loaded is None:
-            return 2
-        cases, corpus = loaded
-        here = settings.with_overrides(data_dir=args.data_dir, seeds_dir=seeds_dir)
-        runs = run_service(here, cases, corpus, None, ("seed_rules",), signals_file)
-        collected.append(runs)
-        corpora.append(CorpusRuns(name=corpus, cases=cases, runs=runs.runs))
+    served = _serve_each(settings, args.data_dir, query_sets, list(seeds_dirs), signals)
+    if served is None:
+        return 2
+    collected = [runs for _, runs in served]
+    corpora = [CorpusRuns(name=runs.corpus, cases=cases, runs=runs.runs) for cases, runs in served]
     fits = {}
     for held in corpora:
         others = [i for i, c in enumerate(corpora) if c is not held]
