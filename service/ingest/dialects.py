@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from service.ingest.scan import Scan
+
 
 class Dialect(StrEnum):
     markdown = "markdown"
@@ -239,7 +241,12 @@ class Anchors:
 
 # --- attribute lists -------------------------------------------------------------
 
-_ATTR_LIST = re.compile(r"\s*\{:?[ \t]*((?:[#.][^\s{}]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s{}]+))(?:[ \t]+(?:[#.][^\s{}]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s{}]+)))*)[ \t]*\}")
+# Linear on any text: a run of spaces is tried from its first one only (a later start there
+# can only fail as that one did), and a value is one of its forms, never re-split: with a
+# bare value able to start with a quote, `{ a=" a=" a=" …` tried 2^n splits (22 took 12 ms).
+_ATTR_VALUE = r"""(?>"[^"]*"|'[^']*'|[^\s{}]++)"""
+_ATTR = rf"(?:[#.][^\s{{}}]++|[\w-]++={_ATTR_VALUE})"
+_ATTR_LIST = re.compile(rf"(?<!\s)\s*\{{:?[ \t]*({_ATTR}(?:[ \t]+{_ATTR})*)[ \t]*\}}")
 _HEADING_ATTRS = re.compile(_ATTR_LIST.pattern + r"\s*$")
 _ID = re.compile(r"(?:^|\s)#([^\s{}]+)")
 
@@ -270,8 +277,8 @@ _ESM = re.compile(r"^(?:import|export)\b[\s{*]")
 _JSX_COMMENT = re.compile(r"^\s*\{/\*.*?\*/\}\s*$")
 _JSX_OPEN = re.compile(r"^(\s*)<([A-Z][\w.]*)(?=[\s/>]|$)")
 _JSX_CLOSE = re.compile(r"^\s*</([A-Z][\w.]*)\s*>\s*$")
-_JSX_ATTR = re.compile(r"([\w:-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|\{\s*[\"'`]([^\"'`]*)[\"'`]\s*\})")
-_CONTAINER = re.compile(r"^(\s*)(:{3,})[ \t]*([A-Za-z][\w-]*)?[ \t]*(?:\[([^\]\n]*)\])?[ \t]*(?:\{[^}\n]*\})?[ \t]*(.*?)\s*$")
+_JSX_ATTR = re.compile(r"(?<![\w:-])([\w:-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|\{\s*[\"'`]([^\"'`]*)[\"'`]\s*\})")
+_CONTAINER = re.compile(r"^(\s*)(:{3,})[ \t]*([A-Za-z][\w-]*)?[ \t]*(?:\[([^\]\n]*)\])?[ \t]*(?:\{[^}\n]*\})?[ \t]*(.*)")
 _CONTAINER_CLOSE = re.compile(r"^\s*:{3,}\s*$")
 _MKDOCSTRINGS = re.compile(r"^(\s*(?:>\s*)*(?:#{1,6}\s+)?):::[ \t]+([\w.:-]+)\s*$")
 _ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+\"([^\"]*)\")?\s*$")
@@ -284,9 +291,13 @@ _PROPERTY = re.compile(r"^\s*(?:[-*+]\s+)?[A-Za-z][\w.-]*::(?:\s.*)?$")
 # mobile.") says something of its own: it is not a stub, however short.
 _DESCRIPTION = re.compile(r"^\s*(?:[-*+]\s+)?(?:description|summary)::\s*\w", re.IGNORECASE)
 _HEADING = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+)?#{1,6}(?:\s|$)")
-_HTML_ANCHOR = re.compile(r"<a\s[^>]*?\b(?:id|name)\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+_HTML_ANCHOR = Scan(re.compile(r"<a\s[^>]*?\b(?:id|name)\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE),
+                    re.compile(r"<a\s[^>]*", re.IGNORECASE))  # a tag's attributes end at its `>`
 _LINK_DEF = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
 _NO_WORDS = re.compile(r"[\W_]+")
+MAX_LINK_LIST_BRACKETS = 64
+"""`[` in one list item past which it is not read as a list of links (the vendored
+documentation has 12 at most), so the link scan of an item stays linear in its length."""
 _HIDDEN_CONTAINERS = frozenset({"code-group", "raw", "v-pre"})
 STUB_PROSE_CHARS = 200
 """A page whose own prose is shorter than this and which otherwise holds only
@@ -435,8 +446,7 @@ class _Rewriter:
             self._emit(line, structure=True)
         elif _HEADING.match(line) or _LINK_DEF.match(line):
             self._emit(line)
-        elif (item := _LIST_ITEM.match(line)) is not None and _LINKS.search(item.group(1)) \
-                and len(_NO_WORDS.sub("", _LINKS.sub("", item.group(1)))) <= 3:
+        elif (item := _LIST_ITEM.match(line)) is not None and _link_list_item(item.group(1)):
             self._emit(line, structure=True)
         else:
             self._emit(line, prose=True)
@@ -527,6 +537,13 @@ class _Rewriter:
             self.out.structure += nested.structure
             self.out.prose_chars += nested.prose_chars
         return j
+
+
+def _link_list_item(item: str) -> bool:
+    """A list item that is only links (three word characters besides them at most). `_LINKS`
+    rescans the item from every `[`; past `MAX_LINK_LIST_BRACKETS` the item is prose."""
+    return item.count("[") <= MAX_LINK_LIST_BRACKETS and _LINKS.search(item) is not None \
+        and len(_NO_WORDS.sub("", _LINKS.sub("", item))) <= 3
 
 
 def _expand_leading_tabs(line: str) -> str:

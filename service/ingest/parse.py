@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
@@ -55,6 +56,7 @@ from service.ingest.dialects import (
     rewrite,
     strip_attr_lists,
 )
+from service.ingest.scan import Scan, code_spans
 
 BlockKind = Literal["para", "list", "table", "code"]
 LinkKind = Literal["markdown", "wikilink", "block", "ref"]
@@ -63,31 +65,93 @@ LinkKind = Literal["markdown", "wikilink", "block", "ref"]
 SECTION_LEVELS = 3
 """`#`–`###` open sections; deeper headings stay in their section's text."""
 
-_MD = (
-    MarkdownIt("commonmark", {"html": True})
-    .enable("table")
-    .enable("strikethrough")
-    .use(front_matter_plugin)
-    .use(footnote_plugin)
-)
+
+
+def _markdown_it() -> MarkdownIt:
+    return (
+        MarkdownIt("commonmark", {"html": True})
+        .enable("table")
+        .enable("strikethrough")
+        .use(front_matter_plugin)
+        .use(footnote_plugin)
+    )
+
+
+_MD = _markdown_it()
+_LABEL_RULES = ["link", "image", "footnote_inline", "footnote_ref"]
+_MD_NO_LABELS = _markdown_it().disable(_LABEL_RULES)
+"""For a paragraph whose brackets would make markdown-it's label scans quadratic: its text
+read with no links, images or footnote references (see `_label_work`)."""
+LABEL_WORK_PER_CHAR = 32
+"""Bracket-scan work allowed per character of a paragraph (plus `LABEL_WORK_FLOOR`). The
+vendored documentation peaks at 2 (a line of links); 10,000 `[[` on a line need 5,000."""
+LABEL_WORK_FLOOR = 4096
+_BRACKET = re.compile(r"[\[\]]")
+_FOOTNOTE_OPEN = re.compile(r"\[\^")
+_FOOTNOTE_STOP = re.compile(r"[ \n\]]")
+
+
+def _label_work(src: str, limit: int) -> int:
+    """How far markdown-it's label scans would read in `src`, counted in one pass (stops
+    past `limit`): from each `[` to its `]` (to the end when unclosed), and from each `[^`
+    to the space, line end or `]` where a footnote reference's scan stops."""
+    work, opens = 0, []
+    for match in _BRACKET.finditer(src):
+        if match.group() == "[":
+            opens.append(match.start())
+        elif opens:
+            work += match.start() - opens.pop()
+    work += sum(len(src) - at for at in opens)
+    stop = -1
+    for match in _FOOTNOTE_OPEN.finditer(src):
+        if work > limit:
+            break
+        if stop < match.end():  # one search per stretch between stops, not one per `[^`
+            found = _FOOTNOTE_STOP.search(src, match.end())
+            stop = found.start() if found is not None else len(src)
+        work += stop - match.start()
+    return work
+
+
+def _bounded_inline(state: StateCore) -> None:
+    """markdown-it's core `inline` rule, with `_MD_NO_LABELS` for paragraphs past the work
+    budget: markdown-it rescans from every `[` (and footnotes from every `[^`, `^[`), so a
+    line of 20,000 `[^` took 46 s; real pages stay far under the budget and parse as before."""
+    for token in state.tokens:
+        if token.type == "inline":
+            if token.children is None:
+                token.children = []
+            limit = LABEL_WORK_PER_CHAR * len(token.content) + LABEL_WORK_FLOOR
+            md = _MD_NO_LABELS if _label_work(token.content, limit) > limit else state.md
+            md.inline.parse(token.content, md, state.env, token.children)
+
+
+_MD.core.ruler.at("inline", _bounded_inline)
 
 # --- cleaning rules (applied outside code only) ------------------------------
 _FENCE = re.compile(r"^\s*(?:[-*+]\s+|\d{1,9}[.)]\s+)?(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _PROPERTY_LINE = re.compile(r"^\s*(?:[-*+]\s+)?[A-Za-z][\w.-]*::(?:\s.*)?$")
 _PROPERTY = re.compile(r"^([A-Za-z][\w.-]*)::\s*(.*)$")
 _ORG_MARKER = re.compile(r"^\s*(?:[-*+]\s+)?#\+(?:BEGIN|END)_\w+.*$", re.IGNORECASE)
 _CALLOUT = re.compile(r"^(\s*(?:>\s*)+)\[!(\w+)\][+-]?\s*(.*)$")
 _FOOTNOTE_DEF = re.compile(r"^(\s*)\[\^[^\]\s]+\]:\s?")
-_FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]+\]")
-_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]")
-_MACRO_EMBED = re.compile(r"\{\{embed\s+\[\[([^\]\n]+)\]\]\s*\}\}")
-_MACRO_CLOZE = re.compile(r"\{\{cloze\s+(.*?)(?:\s*\\\\[^{}\n]*)?\}\}")
+# Each `Scan` (service/ingest/scan.py): the pattern, and the head spanning what decides a
+# start (up to the first `]`, `)` or line end), which a failed start is not retried inside.
+_FOOTNOTE_REF = Scan(re.compile(r"\[\^[^\]\s]+\]"), re.compile(r"\[\^[^\]\s]*"))
+_EMBED = Scan(re.compile(r"!\[\[[^\]\n]*\]\]"), re.compile(r"!\[\[[^\]\n]*"))
+# `\s+` may cross the line end where the span stops: a `{{embed` right before it is retried.
+_MACRO_EMBED = Scan(re.compile(r"\{\{embed\s+\[\[([^\]\n]+)\]\]\s*\}\}"),
+                    re.compile(r"\{\{embed\s+\[\[[^\]\n]*?(?=[\]\n]|\Z|\{\{embed[^\S\n]*\n)"))
+# `{{cloze answer}}`, `{{cloze answer \\ hint}}`: the answer is kept (see `_cloze`). No braces
+# inside, so no start lies inside another's span and the plain pattern is linear.
+_MACRO_CLOZE = re.compile(r"\{\{cloze\s++([^{}\n]*)\}\}")
+_CLOZE_HINT = re.compile(r"(?<!\s)\s*\\\\")  # from a run of spaces' first one only
 _MACRO = re.compile(r"\{\{[^{}\n]*\}\}")
-_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^}\n]*\})?")
-_TAG_WIKILINK = re.compile(r"#\[\[([^\]\n]+)\]\]")
-_WIKILINK = re.compile(r"\[\[([^\]\n]+)\]\]")
+_IMAGE = Scan(re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^}\n]*\})?"),
+              re.compile(r"!\[[^\]\n]*(?:\]\([^)\n]*)?"))
+_TAG_WIKILINK = Scan(re.compile(r"#\[\[([^\]\n]+)\]\]"), re.compile(r"#\[\[[^\]\n]*"))
+_WIKILINK = Scan(re.compile(r"\[\[([^\]\n]+)\]\]"), re.compile(r"\[\[[^\]\n]*"))
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F-]{8,})\)\)")
 _BLOCK_ID = re.compile(r"^\s*(?:[-*+]\s+)?id::\s*([0-9a-fA-F-]{8,})\s*$", re.MULTILINE)
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
@@ -231,10 +295,10 @@ def clean_inline(text: str) -> str:
     """Tool-specific inline markup → readable text; code spans untouched."""
     out: list[str] = []
     last = 0
-    for match in _CODE_SPAN.finditer(text):
-        out.append(_clean_prose_inline(text[last : match.start()]))
-        out.append(match.group(0))
-        last = match.end()
+    for start, end in code_spans(text):
+        out.append(_clean_prose_inline(text[last:start]))
+        out.append(text[start:end])
+        last = end
     out.append(_clean_prose_inline(text[last:]))
     return "".join(out)
 
@@ -594,11 +658,12 @@ class _UnitWalker:
         if end <= start:
             return
         cuts = [start]
-        if by_sentence:
+        if by_sentence:  # each next sentence starts at its first non-space (no slicing: linear)
             text = self.text[start:end]
-            cuts += [start + e + len(text[e:]) - len(text[e:].lstrip()) for e in sentence_ends(text)]
+            cuts += [start + (m.start() if (m := _NON_SPACE.search(text, e)) else len(text))
+                     for e in sentence_ends(text)]
         for a, b in zip(cuts, [*cuts[1:], end], strict=True):
-            self.units.append(Unit(a, len(self.text[:b].rstrip()), heading))
+            self.units.append(Unit(a, _end_before_spaces(self.text, a, b), heading))
 
     def walk(self, tokens: Sequence[Token], i: int, end: int) -> None:
         while i < end:
@@ -624,6 +689,15 @@ class _UnitWalker:
         self.depth -= 1
         if self.pending is not None:  # an empty item: the marker alone
             self.emit(start, stop)
+
+
+_NON_SPACE = re.compile(r"\S")
+
+
+def _end_before_spaces(text: str, start: int, end: int) -> int:
+    """`len(text[:end].rstrip())`, reading back from `end` only as far as the spaces go."""
+    kept = text[start:end].rstrip()
+    return start + len(kept) if kept else len(text[:start].rstrip())
 
 
 def _matching_close(tokens: Sequence[Token], i: int) -> int:
@@ -696,7 +770,7 @@ def _clean_prose_inline(text: str, plain: bool = False) -> str:
     text = _FOOTNOTE_REF.sub("", text)
     text = _EMBED.sub("", text)
     text = _MACRO_EMBED.sub(r"\1", text)
-    text = _MACRO_CLOZE.sub(r"\1", text)
+    text = _MACRO_CLOZE.sub(_cloze, text)
     text = _MACRO.sub("", text)
     text = _IMAGE.sub("", text)
     text = _TAG_WIKILINK.sub(lambda m: wikilink_label(m.group(1)), text)
@@ -704,6 +778,13 @@ def _clean_prose_inline(text: str, plain: bool = False) -> str:
     text = _BLOCK_REF.sub("", text)
     text = _HTML_TAG.sub("", text)
     return strip_attr_lists(text)
+
+
+def _cloze(match: re.Match[str]) -> str:
+    """A cloze's answer: its text up to the hint's `\\\\` (the space before it dropped)."""
+    answer = match.group(1)
+    hint = _CLOZE_HINT.search(answer)
+    return answer if hint is None else answer[: hint.start()]
 
 
 def wikilink_label(inner: str) -> str:
