@@ -175,9 +175,11 @@ class HybridTier:
             # The parts' searches run while the query is being embedded.
             while_embedding=lambda _keyword: parts.append(part_rankings(retriever.indexes.chunks, ctx)),
         )
-        # The keyword leg as phase 2 ranks it: with the page priors (fusion applies them to the
-        # fused scores only), so a decision read off this leg does not bring a demoted page back.
-        keyword = lowered(candidates.keyword, page_factor(retriever.indexes, flags, ctx.query))
+        # The keyword leg as phase 2 ranks it, with the page-type and operator priors (fusion
+        # applies them to the fused scores only), so a decision read off this leg does not bring a
+        # release-notes page back. Stubs keep 1 here, as before: at phase 3 a clarification may
+        # still offer a stub the user names (Logseq's "Left sidebar", "Android"; golden dialogues).
+        keyword = lowered(candidates.keyword, page_factor(retriever.indexes, flags, ctx.query, stubs=False))
         if not ctx.query.is_multi_intent:
             keyword = dedupe_per_document(keyword, flags.retrieval.max_chunks_per_doc)[0]
         page_similarity: dict[str, float] = {}

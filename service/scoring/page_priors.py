@@ -46,10 +46,13 @@ def is_release_question(query: NormalizedQuery) -> bool:
     return RELEASE_QUESTION.search(query.raw) is not None
 
 
-def page_factor(indexes: CorpusIndexes, flags: Flags, query: NormalizedQuery) -> PageFactor | None:
-    """The factor of each page for this query; None when no prior applies to any page."""
+def page_factor(
+    indexes: CorpusIndexes, flags: Flags, query: NormalizedQuery, *, stubs: bool = True,
+) -> PageFactor | None:
+    """The factor of each page for this query; None when no prior applies to any page.
+    `stubs=False` leaves stub pages at 1 (phase 3's keyword leg: see `tiers.HybridTier`)."""
     retrieval = flags.retrieval
-    stub = retrieval.stub_page_factor if indexes.has_stubs else 1.0
+    stub = retrieval.stub_page_factor if stubs and indexes.has_stubs else 1.0
     release = retrieval.release_notes_factor if indexes.has_release_notes and not is_release_question(query) else 1.0
     boosts = tuple(retrieval.page_boosts.items())
     if stub == 1.0 and release == 1.0 and not boosts:

@@ -25,7 +25,9 @@ async def test_phase_one_answers_with_whole_documents(service_client: Any) -> No
     assert payload["phase"] == 1 and payload["fallback_path"] == []
     top = payload["results"][0]
     assert set(top) == RESULT_FIELDS
-    assert top["source"] == "keyword" and top["chunk_index"] is None and top["header_path"] is None
+    # A whole page (no chunk) that names its best-matching section, so the link opens that part.
+    assert top["source"] == "keyword" and top["chunk_index"] is None and top["chunk_hash"] is None
+    assert top["header_path"].startswith("Workspace > ") and top["anchor"]
     assert top["matched_terms"] == ["workspace"]
     assert any("exact phrase in title" in line for line in top["match_explain"])
     assert payload["request_id"] and payload["latency_ms"] >= 0
