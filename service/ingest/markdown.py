@@ -1,6 +1,6 @@
 """A folder tree of Markdown files → Documents (any documentation set).
 
-Rules (README "Seeding"; dialects: service/ingest/dialects.py):
+Rules (docs/operations/seeding.md; dialects: service/ingest/dialects.py):
 - **Pages**: every `*.md` and `*.mdx` under the root, at any depth, except hidden
   paths (`.git/`, `.obsidian/`), files at the root whose name has letters but no
   lower-case one (`README.md`, `LICENSE.md`, `SOURCE.md`, `BODY_ONLY_WORDS.md`:
@@ -283,11 +283,6 @@ class CorpusPage:
     doc: Document
     path: Path
     page: ParsedPage
-
-
-def parse_document(path: Path, seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> Document:
-    """Parse and validate one page (module docstring)."""
-    return _parse_entry(path, seeds_dir, rules).doc
 
 
 def _parse_entry(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from service.context.passages import concepts_of, demote_headings, passages_of
 from service.domain.types import Chunk, Document, Evidence
 from service.normalize.lexicon import Synonyms
-from service.scoring.glossary import Concept
 from service.scoring.indexes import build_indexes
+from service.scoring.tier1_cache import Concept
 
 DOC = Document(
     slug="widgets/quick-links", category="widgets", title="Quick Links",
