@@ -12,6 +12,8 @@ cases:
     note: why                    # required when `decision` accepts more than one
     known_failure: "reason"      # optional: the service is wrong today; replay reports
                                  # it apart, pytest expects it to fail (strict)
+    known_failure_under:         # optional: wrong today under one decision policy only
+      calibrated: "@3: reason"   #   (`decision.policy`); "@1,2: " limits it to those phases
     expect:
       decision: answer           # or a list of acceptable decisions (needs a `note`)
       top: concepts/workspace    # optional; slug or list: first result must be one
@@ -23,6 +25,10 @@ cases:
 ```
 
 A case states what a user should get, written before the code answers it.
+A known failure is the service's fault, not the case's: `known_failure`, or a
+note starting `known failure @1,2: why`, holds under every policy; one policy's
+own failures go under `known_failure_under` (the replay applies the marks of
+the policy in force).
 
 Dialogue cases (`dialogues:`, in the same files or their own) are conversations:
 ordered turns, each sent to `/retrieve` with the turns before it as `history`
@@ -37,6 +43,9 @@ dialogues:
     ui_context: {screen: dashboard}   # optional; the screen for every turn
     note: why                    # as for cases
     known_failure: "reason"      # as for cases
+    known_failure_under: {calibrated: "reason"}   # as for cases (no phases: one per dialogue)
+    policy: seed_rules           # optional: played under this decision policy whatever is in
+                                 # force (the dialogue is about that policy's behaviour; needs a `note`)
     turns:
       - say: how do I remove a widget
         expect: {decision: clarify, includes: [widgets/widget-manager]}
@@ -54,16 +63,23 @@ dialogues:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 import msgspec
 import yaml
+
+from service.flags import DecisionFlags
 
 IMPLEMENTED_PHASES: tuple[int, ...] = (1, 2, 3)
 CONTEXT_PHASE = 3
 """`/context` has no phase field: a `ui_context` case runs at the configured phase (3)."""
 Decision = str
+POLICIES: tuple[str, ...] = get_args(get_type_hints(DecisionFlags)["policy"])
+"""The values of `decision.policy` a known failure or a dialogue's pin may name."""
+_PHASED = re.compile(r"known failure @([\d,\s]+):\s*(.*)", re.DOTALL)
+_PHASES_FIRST = re.compile(r"@([\d,\s]+):\s*(.*)", re.DOTALL)
 
 
 class Expectation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -90,6 +106,7 @@ class GoldenCase(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     category: str | None = None
     ui_context: dict[str, Any] | None = None
     known_failure: str | None = None
+    known_failure_under: dict[str, str] = {}
 
 
 TOPIC_SOURCES = ("message", "history", "screen", "reply")
@@ -113,6 +130,9 @@ class Dialogue(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     ui_context: dict[str, Any] | None = None
     note: str | None = None
     known_failure: str | None = None
+    known_failure_under: dict[str, str] = {}
+    policy: str | None = None
+    """Play it under this `decision.policy`, whatever is in force (the note says why)."""
 
     @property
     def query(self) -> str:
@@ -160,7 +180,61 @@ def _problems(case: GoldenCase) -> list[str]:
             problems.append(f"a ui_context case runs at phase {CONTEXT_PHASE} only")
     if case.known_failure is not None and not case.known_failure.strip():
         problems.append("`known_failure` must give the reason")
+    problems += _policy_problems(case.known_failure_under)
+    for policy, reason in case.known_failure_under.items():
+        phased = _PHASES_FIRST.match(reason)
+        if phased is not None and not set(_phase_list(phased.group(1))) <= set(phases_of(case)):
+            problems.append(f"`known_failure_under.{policy}` names a phase the case does not run at")
     return problems
+
+
+def _policy_problems(marks: dict[str, str]) -> list[str]:
+    problems = []
+    for policy, reason in marks.items():
+        if policy not in POLICIES:
+            problems.append(f"`known_failure_under`: unknown policy {policy!r}; valid: {', '.join(POLICIES)}")
+        phased = _PHASES_FIRST.match(reason)
+        if not (phased.group(2) if phased else reason).strip():
+            problems.append(f"`known_failure_under.{policy}` must give the reason")
+    return problems
+
+
+def _phase_list(text: str) -> list[int]:
+    return [int(p) for p in re.split(r"[,\s]+", text.strip()) if p]
+
+
+def known_failure_at(case: GoldenCase, phase: int, policy: str | None) -> str | None:
+    """Why the case is expected to fail at `phase` under `policy` (None: it should pass).
+    `policy` None: only the marks that hold under every policy."""
+    reasons = []
+    if case.known_failure:
+        reasons.append(case.known_failure)
+    noted = _PHASED.match(case.note or "")
+    if noted is not None and phase in _phase_list(noted.group(1)):
+        reasons.append(noted.group(2).strip())
+    own = case.known_failure_under.get(policy) if policy is not None else None
+    if own is not None:
+        phased = _PHASES_FIRST.match(own)
+        if phased is None:
+            reasons.append(f"{policy}: {own}")
+        elif phase in _phase_list(phased.group(1)):
+            reasons.append(f"{policy}: {phased.group(2).strip()}")
+    return "; ".join(reasons) or None
+
+
+def dialogue_policy(dialogue: Dialogue, in_force: str | None) -> str | None:
+    """The policy a dialogue is played under: its pin, else the one in force."""
+    return dialogue.policy or in_force
+
+
+def dialogue_known_failure(dialogue: Dialogue, in_force: str | None) -> str | None:
+    """Why the dialogue is expected to fail when played with `in_force` the policy in force."""
+    policy = dialogue_policy(dialogue, in_force)
+    reasons = [dialogue.known_failure] if dialogue.known_failure else []
+    own = dialogue.known_failure_under.get(policy) if policy is not None else None
+    if own is not None:
+        reasons.append(f"{policy}: {own}")
+    return "; ".join(reasons) or None
 
 
 def parse_golden(text: str, source: str = "<text>") -> list[GoldenCase]:
@@ -184,6 +258,16 @@ def _dialogue_problems(dialogue: Dialogue) -> list[str]:
         problems.append(f"phase must be among {list(IMPLEMENTED_PHASES)}")
     if dialogue.known_failure is not None and not dialogue.known_failure.strip():
         problems.append("`known_failure` must give the reason")
+    problems += _policy_problems(dialogue.known_failure_under)
+    if any(_PHASES_FIRST.match(r) for r in dialogue.known_failure_under.values()):
+        problems.append("a dialogue's `known_failure_under` names no phases (it runs at one)")
+    if dialogue.policy is not None:
+        if dialogue.policy not in POLICIES:
+            problems.append(f"unknown policy {dialogue.policy!r}; valid: {', '.join(POLICIES)}")
+        if not dialogue.note:
+            problems.append("`policy` pins the dialogue without a `note` saying why")
+        if set(dialogue.known_failure_under) - {dialogue.policy}:
+            problems.append("`known_failure_under` names a policy the pinned dialogue never runs under")
     for number, turn in enumerate(dialogue.turns):
         expect = turn.expect
         if isinstance(expect.decision, list) and len(expect.decision) > 1 and not dialogue.note:

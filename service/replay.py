@@ -11,6 +11,10 @@ Two ways to answer a case (the caller passes a `Post`):
   a wrong answer: its verdict is `kill switch active` or `capped by flags at
   phase N` (read from the response's `fallback_path`), and it is not counted
   as a failure.
+
+Known failures are those of the decision policy in force (`policy`, the flags'
+`decision.policy`; service.golden.known_failure_at). A dialogue pinned to another
+policy is played under it when the caller can (`pinned`), else not evaluated.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from service.golden import (
     Dialogue,
     GoldenCase,
     check,
+    dialogue_known_failure,
+    known_failure_at,
     phases_of,
     request_of,
     turn_request,
@@ -31,7 +37,7 @@ from service.golden import (
 )
 
 Post = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, Any]]]]
-Verdict = Literal["pass", "fail", "kill switch active", "capped by flags"]
+Verdict = Literal["pass", "fail", "kill switch active", "capped by flags", "pinned to another policy"]
 Label = Literal["PASS", "FAIL", "XFAIL", "XPASS", "SKIP"]
 """How a run is printed: XFAIL/XPASS for a case marked `known_failure`, SKIP below its phase."""
 
@@ -61,7 +67,7 @@ class CaseResult:
     @property
     def skipped(self) -> bool:
         """Answered below its phase by the kill switch or the flags: not a wrong answer."""
-        return self.verdict in ("kill switch active", "capped by flags")
+        return self.verdict in ("kill switch active", "capped by flags", "pinned to another policy")
 
     @property
     def ok(self) -> bool:
@@ -144,8 +150,11 @@ def skipped_because(phase: int, payload: dict[str, Any]) -> tuple[Verdict, str] 
     return None
 
 
-def verdict_of(case: GoldenCase, phase: int, status: int, payload: dict[str, Any]) -> CaseResult:
-    known = case.known_failure
+def verdict_of(
+    case: GoldenCase, phase: int, status: int, payload: dict[str, Any], policy: str | None = None
+) -> CaseResult:
+    """The run's verdict; `policy` (the `decision.policy` in force) picks the known failures that apply."""
+    known = known_failure_at(case, phase, policy)
     if status != 200:
         return CaseResult(case.id, phase, case.query, [f"HTTP {status}: {payload}"], "fail", known_failure=known)
     skipped = skipped_because(phase, payload)
@@ -157,23 +166,26 @@ def verdict_of(case: GoldenCase, phase: int, status: int, payload: dict[str, Any
     return CaseResult(case.id, phase, case.query, failures, "fail" if failures else "pass", known_failure=known)
 
 
-async def replay_cases(cases: Sequence[GoldenCase], post: Post, only_phase: int | None = None) -> list[CaseResult]:
-    """POST every case at each of its phases and check the expectations."""
+async def replay_cases(
+    cases: Sequence[GoldenCase], post: Post, only_phase: int | None = None, policy: str | None = None
+) -> list[CaseResult]:
+    """POST every case at each of its phases and check the expectations (`policy`: the one in force)."""
     results: list[CaseResult] = []
     for case in cases:
         for phase in phases_of(case, only_phase):
             _, body = request_of(case, phase)
             status, payload = await post(body)
-            results.append(verdict_of(case, phase, status, payload))
+            results.append(verdict_of(case, phase, status, payload, policy))
     return results
 
 
-async def replay_dialogue(dialogue: Dialogue, post: Post) -> CaseResult:
-    """Play a dialogue turn by turn, as the chat panel would; one verdict for the whole conversation."""
+async def replay_dialogue(dialogue: Dialogue, post: Post, policy: str | None = None) -> CaseResult:
+    """Play a dialogue turn by turn, as the chat panel would; one verdict for the whole conversation.
+    `post` answers under `policy` (None: unknown, only the marks of every policy apply)."""
     history: list[dict[str, Any]] = []
     clarification: dict[str, Any] | None = None
     failures: list[str] = []
-    known = dialogue.known_failure
+    known = dialogue_known_failure(dialogue, policy)
     for number, turn in enumerate(dialogue.turns):
         body = turn_request(dialogue, number, history, clarification)
         status, payload = await post(body)
@@ -193,5 +205,28 @@ async def replay_dialogue(dialogue: Dialogue, post: Post) -> CaseResult:
     return CaseResult(dialogue.id, dialogue.phase, dialogue.query, failures, verdict, known_failure=known)
 
 
-async def replay_dialogues(dialogues: Sequence[Dialogue], post: Post, only_phase: int | None = None) -> list[CaseResult]:
-    return [await replay_dialogue(d, post) for d in dialogues if only_phase is None or d.phase == only_phase]
+PostUnder = Callable[[str], Post]
+"""A poster answering under the given `decision.policy` (for a dialogue pinned to one)."""
+
+
+async def replay_dialogues(
+    dialogues: Sequence[Dialogue],
+    post: Post,
+    only_phase: int | None = None,
+    policy: str | None = None,
+    pinned: PostUnder | None = None,
+) -> list[CaseResult]:
+    """Each dialogue under `policy` (the one in force), or under its pin through `pinned`;
+    without `pinned`, a dialogue pinned to another policy is not evaluated."""
+    results = []
+    for d in dialogues:
+        if only_phase is not None and d.phase != only_phase:
+            continue
+        if d.policy is None or d.policy == policy:
+            results.append(await replay_dialogue(d, post, policy))
+        elif pinned is not None:
+            results.append(await replay_dialogue(d, pinned(d.policy), d.policy))
+        else:
+            detail = f"pinned to {d.policy}; the service runs {policy or 'another policy'}"
+            results.append(CaseResult(d.id, d.phase, d.query, [], "pinned to another policy", detail))
+    return results

@@ -39,9 +39,12 @@ async def _run_over_http(url: str, golden: GoldenSuite, phase: int | None) -> li
             response = await client.post(endpoint_of(body), json=body)
             return response.status_code, response.json()
 
-        await wait_until_ready(http_get(client), timeout_s=READY_TIMEOUT_S)
-        results = await replay_cases(golden.cases, post, phase)
-        return results + await replay_dialogues(golden.dialogues, post, phase)
+        ready = await wait_until_ready(http_get(client), timeout_s=READY_TIMEOUT_S)
+        # The known failures that apply are those of the policy the service runs.
+        policy = ready.get("decision_policy")
+        policy = policy if isinstance(policy, str) else None
+        results = await replay_cases(golden.cases, post, phase, policy)
+        return results + await replay_dialogues(golden.dialogues, post, phase, policy)
 
 
 async def _run_in_process(settings: Settings, path: Path, phase: int | None) -> list[CaseResult]:

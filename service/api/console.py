@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import re
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Response, get, post
@@ -41,9 +42,18 @@ from service.api.openapi import ReplayOperation
 from service.api.retrieve import response_of, validate_request
 from service.api.schemas import RetrieveRequest
 from service.domain.types import Base
+from service.flags import Flags
 from service.golden import GoldenFileError, GoldenSuite, parse_golden_file, phases_of
 from service.pipeline import Pipeline
-from service.replay import IN_PROCESS_NOTE, Label, Summary, replay_cases, replay_dialogues
+from service.replay import (
+    IN_PROCESS_NOTE,
+    Label,
+    Post,
+    Summary,
+    Verdict,
+    replay_cases,
+    replay_dialogues,
+)
 from service.state import get_state
 
 MAX_YAML_BYTES = 64 * 1024
@@ -109,7 +119,7 @@ class ReplayCase(Base, frozen=True):
     query: str
     passed: bool
     failures: list[str]
-    verdict: Literal["pass", "fail", "kill switch active", "capped by flags"] = "pass"
+    verdict: Verdict = "pass"
     detail: str = ""
     outcome: Label = "PASS"
     """As the command line prints it: XFAIL/XPASS for a case marked `known_failure`."""
@@ -194,28 +204,34 @@ async def replay(data: JSONBody[ReplayRequest], state: State, pipeline: NamedDep
     flags = pipeline.flags()
     categories = corpus_categories(get_state(state))
 
-    async def post_retrieve(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    async def post_retrieve(body: dict[str, Any], under: Flags = flags) -> tuple[int, dict[str, Any]]:
         """The same validation and pipeline as POST /retrieve, at the case's phase:
         no kill switch, flags `phase` and `enabled` set for the case."""
         try:
             request = msgspec.convert(body, RetrieveRequest)
             params = validate_request(request, categories)
-            conversation = await conversation_of(state, flags, request.history, request.ui_context, request.reply_to)
+            conversation = await conversation_of(state, under, request.history, request.ui_context, request.reply_to)
         except (msgspec.ValidationError, ValidationException) as err:
             return 400, {"error": str(err)}
-        at_phase = msgspec.structs.replace(flags, enabled=True, phase=params.phase_cap or flags.phase)
+        at_phase = msgspec.structs.replace(under, enabled=True, phase=params.phase_cap or under.phase)
         outcome = await pipeline.run(dataclasses.replace(params, conversation=conversation), at_phase, observe=False)
         clarification = await clarification_for(state, outcome, params.query)
         payload: dict[str, Any] = msgspec.to_builtins(response_of(outcome, clarification))
         return 200, payload
+
+    def post_under(policy: str) -> Post:
+        """A dialogue pinned to a policy plays under it: the flags' `decision.policy` for its turns."""
+        pinned = msgspec.structs.replace(flags, decision=msgspec.structs.replace(flags.decision, policy=policy))
+        return functools.partial(post_retrieve, under=pinned)
 
     lock = _lock(state)
     if lock.locked():
         raise ClientException(status_code=409, detail="a replay is already running; try again")
     async with lock:
         started = time.perf_counter()
-        results = await replay_cases(cases, post_retrieve, data.phase)
-        results += await replay_dialogues(golden.dialogues, post_retrieve, data.phase)
+        policy = flags.decision.policy
+        results = await replay_cases(cases, post_retrieve, data.phase, policy)
+        results += await replay_dialogues(golden.dialogues, post_retrieve, data.phase, policy, post_under)
         elapsed = (time.perf_counter() - started) * 1000
     out = [ReplayCase(id=r.case_id, phase=r.phase, query=r.query, passed=r.passed,
                       failures=r.failures, verdict=r.verdict, detail=r.detail,

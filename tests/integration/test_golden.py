@@ -4,37 +4,28 @@ Each file runs against the corpus it was written for: `logseq*.yaml` against
 the service seeded with tests/corpora/logseq-docs (`logseq_client`), every
 other file against the seed corpus (`service_client`). A case whose note reads
 `known failure @1,2: why` is expected to fail at those phases, a case with
-`known_failure: why` at every phase it runs (strict: a fix shows up as an
-unexpected pass).
+`known_failure: why` at every phase it runs, and one with
+`known_failure_under: {calibrated: "@3: why"}` only under that decision policy
+(strict: a fix shows up as an unexpected pass). The seed corpus's cases run under
+both policies, Logseq's under the default.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from service.golden import GoldenCase, check, load_golden, phases_of, request_of
+from service.golden import GoldenCase, check, known_failure_at, load_golden, phases_of, request_of
 from service.replay import replay_cases
 from tests.conftest import golden_files
-
-_KNOWN_FAILURE = re.compile(r"known failure @([\d,\s]+):\s*(.*)", re.DOTALL)
 
 
 def _marks(case: GoldenCase, phase: int, policy: str) -> list[pytest.MarkDecorator]:
     # A known failure is the service's fault, not the case's: strict, so a fix shows up.
-    divergence = POLICY_DIVERGENCES.get(policy, {}).get(case.id, {})
-    if phase in divergence:
-        reason = divergence[phase]
-        return [] if reason is None else [pytest.mark.xfail(strict=True, reason=f"{policy}: {reason}")]
-    if case.known_failure:
-        return [pytest.mark.xfail(strict=True, reason=case.known_failure)]
-    match = _KNOWN_FAILURE.match(case.note or "")
-    if match is None or str(phase) not in re.split(r"[,\s]+", match.group(1)):
-        return []
-    return [pytest.mark.xfail(strict=True, reason=match.group(2).strip())]
+    reason = known_failure_at(case, phase, policy)
+    return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
 
 
 def _cases(logseq: bool, policy: str) -> list[Any]:
@@ -56,22 +47,6 @@ def _policies() -> tuple[str, str]:
 
 
 DEFAULT_POLICY, OTHER_POLICY = _policies()
-
-# The golden files' known-failure notes describe the seed rules. Where a policy's answer differs
-# from them today: policy → case id → {phase: reason}; None = the case passes there although
-# the golden file marks it a known failure. Each entry is a strict xfail (or a plain pass), so
-# a fix or a regression shows up.
-POLICY_DIVERGENCES: dict[str, dict[str, dict[int, str | None]]] = {
-    "calibrated": {
-        "which-notes-link-here": {3: "Links Overview and Notes score within the phase-3 ambiguity ratio (0.8): "
-                                     "asks 'Do you mean Links Overview or Notes?' instead of answering"},
-        "multi-intent-workspace-and-widgets": {1: "phase 1's answer_p is 0.98 (held-out p at phase 1 keeps wrong "
-                                                  "answers <= 3 % only there): neither part is sure, so the whole "
-                                                  "query is asked about"},
-        "category-filter-actions-keyword-phases": {2: None},
-    },
-}
-
 
 @pytest.mark.parametrize(("case", "phase"), _cases(logseq=False, policy=DEFAULT_POLICY))
 async def test_golden_case(service_client: Any, case: GoldenCase, phase: int) -> None:
