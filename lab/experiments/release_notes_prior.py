@@ -182,7 +182,7 @@ def report(corpora: Sequence[Corpus]) -> tuple[str, dict[str, object]]:
     default = choose(corpora)
     lines = [
         "| held-out corpus | factor chosen without it | prior | top-1 | top-3 | non-release cases with a release "
-        "page first (seed_rules / calibrated) | release questions, top-1 right |",
+        "page first (seed_rules / calibrated), of case-phase runs | release questions, top-1 right |",
         "|---|---:|---|---:|---:|---:|---:|",
     ]
     data: dict[str, object] = {"grid": GRID, "phases": PHASES, "default": default, "corpora": {}}
@@ -210,7 +210,7 @@ def report(corpora: Sequence[Corpus]) -> tuple[str, dict[str, object]]:
         _, b1, b3 = on_total.kinds[kind]
         kinds.append(f"| {kind} | {n} | {_pct(a1, n)} / {_pct(a3, n)} | {_pct(b1, n)} / {_pct(b3, n)} |")
     grid = ["", "The grid on every corpus's dev split (what the default is chosen on; phases 1 and 2):", "",
-            "| factor | top-1 | top-3 | non-release cases with a release page first (seed_rules / calibrated) | "
+            "| factor | top-1 | top-3 | non-release cases with a release page first (seed_rules / calibrated), of case-phase runs | "
             "release questions, top-1 right |", "|---:|---:|---:|---:|---:|"]
     for factor in GRID:
         grid.append(f"| {factor} | {_row(pooled(corpora, factor, 'dev'))} |")
