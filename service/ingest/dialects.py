@@ -207,6 +207,8 @@ class Anchors:
     style: AnchorStyle = AnchorStyle.github
     used: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=dict)
+    skip: dict[str, str] = field(default_factory=dict)
+    """MkDocs: an id → a later one of its chain, every id between them taken."""
 
     def slug(self, text: str) -> str:
         return _SLUGS[self.style](text)
@@ -220,9 +222,12 @@ class Anchors:
             return self._mkdocs_unique(base)
         anchor = base
         if self.style is AnchorStyle.vitepress:  # markdown-it-anchor: -1, -2, … untaken
-            number = 1
+            # The numbers below the last one given for `base` are all taken (`used` only grows):
+            # resume there, or 10,000 equal headings cost 50 million lookups.
+            number = self.counts.get(base, 1)
             while anchor in self.used:
                 anchor, number = f"{base}-{number}", number + 1
+            self.counts[base] = number
         else:  # github-slugger: a count per base slug, skipping taken ones
             while anchor in self.used:
                 self.counts[base] = self.counts.get(base, 0) + 1
@@ -231,12 +236,21 @@ class Anchors:
         return anchor
 
     def _mkdocs_unique(self, anchor: str) -> str:
-        # python-markdown `toc.unique`: `_1`, `_2`, …; an empty id becomes `_1`.
+        # python-markdown `toc.unique`: `_1`, `_2`, …; an empty id becomes `_1`. Each id's chain
+        # of successors is fixed, and `skip` jumps over the part of it known to be taken.
+        passed: list[str] = []
         while anchor in self.used or not anchor:
-            match = _MK_COUNT.match(anchor)
-            anchor = f"{match.group(1)}_{int(match.group(2)) + 1}" if match else f"{anchor}_1"
+            passed.append(anchor)
+            anchor = self.skip.get(anchor) or _mkdocs_next(anchor)
+        for taken in passed:
+            self.skip[taken] = anchor
         self.used.add(anchor)
         return anchor
+
+
+def _mkdocs_next(anchor: str) -> str:
+    match = _MK_COUNT.match(anchor)
+    return f"{match.group(1)}_{int(match.group(2)) + 1}" if match else f"{anchor}_1"
 
 
 # --- attribute lists -------------------------------------------------------------

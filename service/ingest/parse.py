@@ -82,19 +82,25 @@ _LABEL_RULES = ["link", "image", "footnote_inline", "footnote_ref"]
 _MD_NO_LABELS = _markdown_it().disable(_LABEL_RULES)
 """For a paragraph whose brackets would make markdown-it's label scans quadratic: its text
 read with no links, images or footnote references (see `_label_work`)."""
-LABEL_WORK_PER_CHAR = 32
-"""Bracket-scan work allowed per character of a paragraph (plus `LABEL_WORK_FLOOR`). The
+LABEL_WORK_PER_CHAR = 16
+"""Label-scan work allowed per character of a paragraph (plus `LABEL_WORK_FLOOR`). The
 vendored documentation peaks at 2 (a line of links); 10,000 `[[` on a line need 5,000."""
 LABEL_WORK_FLOOR = 4096
 _BRACKET = re.compile(r"[\[\]]")
 _FOOTNOTE_OPEN = re.compile(r"\[\^")
 _FOOTNOTE_STOP = re.compile(r"[ \n\]]")
+# A link destination's scan (`](dest`) runs to a space or control character, or gives up
+# past 32 nested `(`.
+_DESTINATION_OPEN = re.compile(r"\]\(")
+_DESTINATION_STOP = re.compile(r"[\x00-\x20\x7f]")
+_DESTINATION_PARENS = re.compile(r"(?:[^(\x00-\x20\x7f]*\(){33}")
 
 
 def _label_work(src: str, limit: int) -> int:
     """How far markdown-it's label scans would read in `src`, counted in one pass (stops
-    past `limit`): from each `[` to its `]` (to the end when unclosed), and from each `[^`
-    to the space, line end or `]` where a footnote reference's scan stops."""
+    past `limit`): from each `[` to its `]` (to the end when unclosed), from each `[^` to the
+    space, line end or `]` where a footnote reference's scan stops, and from each `](` to where
+    its destination's scan stops."""
     work, opens = 0, []
     for match in _BRACKET.finditer(src):
         if match.group() == "[":
@@ -102,14 +108,16 @@ def _label_work(src: str, limit: int) -> int:
         elif opens:
             work += match.start() - opens.pop()
     work += sum(len(src) - at for at in opens)
-    stop = -1
-    for match in _FOOTNOTE_OPEN.finditer(src):
-        if work > limit:
-            break
-        if stop < match.end():  # one search per stretch between stops, not one per `[^`
-            found = _FOOTNOTE_STOP.search(src, match.end())
-            stop = found.start() if found is not None else len(src)
-        work += stop - match.start()
+    for opener, stops in ((_FOOTNOTE_OPEN, _FOOTNOTE_STOP), (_DESTINATION_OPEN, _DESTINATION_STOP)):
+        stop = -1
+        for match in opener.finditer(src):
+            if work > limit:
+                return work
+            if stop < match.end():  # one search per stretch between stops, not one per opener
+                found = stops.search(src, match.end())
+                stop = found.start() if found is not None else len(src)
+            parens = _DESTINATION_PARENS.match(src, match.end()) if opener is _DESTINATION_OPEN else None
+            work += min(stop, parens.end() if parens is not None else stop) - match.start()
     return work
 
 
@@ -148,7 +156,8 @@ _MACRO_EMBED = Scan(re.compile(r"\{\{embed\s+\[\[([^\]\n]+)\]\]\s*\}\}"),
 _MACRO_CLOZE = re.compile(r"\{\{cloze\s++([^{}\n]*)\}\}")
 _CLOZE_HINT = re.compile(r"(?<!\s)\s*\\\\")  # from a run of spaces' first one only
 _MACRO = re.compile(r"\{\{[^{}\n]*\}\}")
-_IMAGE = Scan(re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^}\n]*\})?"),
+# The attribute list after an image holds no `{`: its scan stops where the next one could start.
+_IMAGE = Scan(re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^{}\n]*\})?"),
               re.compile(r"!\[[^\]\n]*(?:\]\([^)\n]*)?"))
 _TAG_WIKILINK = Scan(re.compile(r"#\[\[([^\]\n]+)\]\]"), re.compile(r"#\[\[[^\]\n]*"))
 _WIKILINK = Scan(re.compile(r"\[\[([^\]\n]+)\]\]"), re.compile(r"\[\[[^\]\n]*"))
