@@ -206,9 +206,9 @@ def _add_replay(sub: SubParsers) -> None:
 
 
 def _add_decisions(sub: SubParsers) -> None:
-    from service.evaluation import decisions
+    from service.evaluation import commands
 
-    decisions.add_parsers(sub)
+    commands.add_parsers(sub)
 
 
 def _add_export_goldens(sub: SubParsers) -> None:
