@@ -16,7 +16,13 @@ import pytest
 
 from service.api.conversation import CLOCK_KEY
 from service.state import get_state
-from tests.conftest import ADMIN_TOKEN_FOR_TESTS, PROJECT_ROOT, app_settings, wait_until_ready
+from tests.conftest import (
+    ADMIN_TOKEN_FOR_TESTS,
+    PROJECT_ROOT,
+    app_settings,
+    decision_policy,
+    wait_until_ready,
+)
 
 Json = dict[str, Any]
 
@@ -93,26 +99,33 @@ async def test_a_category_word_picks_the_only_option_of_that_category(service_cl
     assert answered["results"][0]["doc_slug"] == slug
 
 
-async def test_yes_takes_the_suggestion_and_no_moves_to_the_next_then_gives_up(service_client: Any) -> None:
+async def test_yes_takes_the_suggestion_and_no_offers_the_rest_once_then_gives_up(service_client: Any) -> None:
+    """Issue 35 item 5: "no" to a clarification offers the remaining pages once, together, and a
+    second "no" says there is nothing better, instead of walking on page by page. The seed rules
+    ask "Are you asking about Dock?" for "dock" (the calibrated policy answers it at once)."""
+    async with decision_policy(service_client, "seed_rules"):
+        await _no_offers_the_rest_once(service_client)
+
+
+async def _no_offers_the_rest_once(service_client: Any) -> None:
     asked = await _ask(service_client, "dock")
     clarification = asked["clarification"]
     assert clarification["kind"] in ("weak", "confirm")
-    first, second = clarification["options"][0], clarification["options"][1]
+    first, rest = clarification["options"][0], clarification["options"][1:]
+    assert rest, clarification
 
     yes = await _ask(service_client, "yes", reply_to=clarification)
     assert (yes["status"], yes["results"][0]["doc_slug"]) == ("answer", first["doc_slug"])
 
     no = await _ask(service_client, "no", reply_to=clarification)
     assert no["status"] == "clarify"
-    assert no["message"] == f"I think you mean {second['title']}. Is that right?"
-    assert no["clarification"]["options"][0]["doc_slug"] == second["doc_slug"]
+    assert {o["doc_slug"] for o in no["clarification"]["options"]} == {o["doc_slug"] for o in rest}
+    assert first["doc_slug"] not in {o["doc_slug"] for o in no["clarification"]["options"]}
     assert no["clarification"]["query"] == "dock"
 
-    again = no
-    for _ in clarification["options"][1:]:
-        again = await _ask(service_client, "no", reply_to=again["clarification"])
+    again = await _ask(service_client, "no", reply_to=no["clarification"])
     assert again["status"] == "no_match"
-    assert again["message"] == "Which part should I explain?"
+    assert again["message"] == "I have nothing better to suggest. Which part should I explain?"
 
 
 async def test_a_reply_that_is_a_new_question_is_answered_as_one(service_client: Any) -> None:
