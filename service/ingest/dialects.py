@@ -30,7 +30,9 @@ markdown-it parse of service/ingest/parse.py:
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import textwrap
 import unicodedata
 from collections.abc import Sequence
@@ -134,11 +136,7 @@ def detect_dialect(root: Path, pages: Sequence[Path] = ()) -> Dialect:
         return Dialect.mdx
     mkdocs = vitepress = 0
     for page in pages:
-        try:
-            with page.open("rb") as handle:
-                text = handle.read(SNIFF_BYTES).decode("utf-8", "replace")
-        except OSError:
-            continue  # discovery reports unreadable files itself
+        text = _sniff(page, root)
         mkdocs += len(_SNIFF_MKDOCS.findall(text))
         vitepress += len(_SNIFF_VITEPRESS.findall(text))
     if mkdocs > vitepress:
@@ -146,6 +144,22 @@ def detect_dialect(root: Path, pages: Sequence[Path] = ()) -> Dialect:
     if vitepress > mkdocs:
         return Dialect.vitepress
     return Dialect.markdown
+
+
+def _sniff(page: Path, root: Path) -> str:
+    """The first SNIFF_BYTES of a page, or "" for what the seed refuses to read (it reports
+    those itself): a symlink that does not resolve to a file inside `root` (SEEDS_DIR), and
+    anything but a regular file (a FIFO would block the open; O_NONBLOCK keeps it from)."""
+    try:
+        if page.is_symlink() and not page.resolve(strict=True).is_relative_to(root):
+            return ""
+        handle = os.fdopen(os.open(page, os.O_RDONLY | os.O_NONBLOCK), "rb")
+    except (OSError, RuntimeError):  # gone, unreadable, a loop (RuntimeError on 3.11)
+        return ""
+    with handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return ""
+        return handle.read(SNIFF_BYTES).decode("utf-8", "replace")
 
 
 def _mkdocs_docs_dir(config: Path) -> Path | None:
