@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -27,6 +27,7 @@ from service.normalize import query as query_module
 from service.settings import PROJECT_ROOT
 from service.state import get_state
 from tests.conftest import ADMIN_TOKEN_FOR_TESTS, post_beside
+from tests.integration.test_golden import DEFAULT_POLICY
 
 JSON = {"Content-Type": "application/json"}
 
@@ -41,6 +42,11 @@ class Hostile:
     decision: str = ""  # a 200's decision, as a user reading the query would expect it
     top: str | None = None  # the first result's page; None: no results at all
     known_failure: str = ""  # the service is wrong today (strict xfail)
+    known_failure_under: dict[str, str] = field(default_factory=dict)  # ... under that decision.policy only
+
+    def known(self) -> str:
+        """Why the row fails today under the default policy (the one `service_client` runs)."""
+        return self.known_failure or self.known_failure_under.get(DEFAULT_POLICY, "")
 
 
 def _q(query: str, **extra: Any) -> bytes:
@@ -77,7 +83,9 @@ CASES: list[Hostile] = [
             known_failure="the NUL splits work|space into two words (the README says control characters "
             "are stripped), and the service then asks about Notes"),
     Hostile("right-to-left override", _q("\u202eecapskrow\u202c explain workspace"), "200",
-            decision="clarify", top="concepts/workspace"),
+            decision="clarify", top="concepts/workspace",
+            known_failure_under={"calibrated": "no_match: the user asked to explain the workspace, the "
+                                 "reversed word beside it should not hide Workspace"}),
     Hostile("Arabic and Hebrew", _q("ما هو workspace שלום"), "200", decision="clarify", top="concepts/workspace",
             known_failure="phases 1 and 2 ask about Workspace (as for \"workspace shalom\"); phase 3 "
             "turns that into no_match"),
@@ -85,14 +93,16 @@ CASES: list[Hostile] = [
     Hostile("emoji", _q("🏠 what is home 👩‍👩‍👧‍👦🔥"), "200", decision="answer", top="concepts/home"),
     Hostile("NFKC expansion", _q("\ufdfa" * 30), "4xx", fragment="1–500 characters"),
     # injection-shaped text: plain text to us
-    Hostile("SQL drop table", _q("'; DROP TABLE docs_knowledge; --"), "200", decision="no_match"),
+    Hostile("SQL drop table", _q("'; DROP TABLE docs_knowledge; --"), "200", decision="no_match",
+            known_failure_under={"calibrated": "asks 'Navigator or Notes?' for a query about no page of "
+                                 "the help"}),
     Hostile("SQL meta-characters", _q("home' OR '1'='1\" ; -- /* */ %_ \\"), "200", decision="clarify", top="concepts/home"),
     Hostile("regex meta-characters", _q(r"(a+)+$ .* [^] \d{99999} (?=x) | \\"), "200", decision="no_match"),
     Hostile("format-string", _q("{0} %s %n ${jndi:ldap://x} {{7*7}}"), "200", decision="no_match"),
     Hostile("very long single token", _q("w" * 500), "200", decision="no_match"),
     Hostile("many long tokens", _q(" ".join(["workspaceee" * 4] * 11)), "200", decision="no_match",
-            known_failure="no word of the query is in the corpus (phases 1 and 2: no_match), but phase 3 "
-            "asks about Workspace Actions from the embedding alone"),
+            known_failure_under={"seed_rules": "no word of the query is in the corpus (phases 1 and 2: "
+                                 "no_match), but phase 3 asks about Workspace Actions from the embedding alone"}),
     # numbers and types
     Hostile("top_k 0", _q("home", top_k=0), "4xx"),
     Hostile("top_k 11", _q("home", top_k=11), "4xx"),
@@ -140,7 +150,7 @@ async def fingerprint_before(service_client: Any) -> str:
 
 
 @pytest.mark.parametrize("case", [
-    pytest.param(c, id=c.kind, marks=[pytest.mark.xfail(reason=c.known_failure, strict=True)] if c.known_failure else [])
+    pytest.param(c, id=c.kind, marks=[pytest.mark.xfail(reason=c.known(), strict=True)] if c.known() else [])
     for c in CASES
 ])
 async def test_hostile_retrieve(service_client: Any, fingerprint_before: str, case: Hostile) -> None:

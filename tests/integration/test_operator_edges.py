@@ -14,7 +14,7 @@ from typing import Any
 from service.feedback.insights import triggers
 from service.feedback.store import Counts
 from service.flags import InsightsFlags
-from tests.conftest import ADMIN_TOKEN_FOR_TESTS
+from tests.conftest import ADMIN_TOKEN_FOR_TESTS, decision_policy
 from tests.integration.test_feedback_loop import AUTH, running
 
 SHARED_AUTH = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
@@ -43,6 +43,8 @@ async def test_favicon(service_client: Any) -> None:
 
 def _shown(line: str) -> float | None:
     """The score a line of `match_explain` arrives at ("... = 0.5102", "score shown 0.9867 = ...")."""
+    if line.startswith("calibrated p("):
+        return None  # the decision's probability (the calibrated policy), not the page's score
     shown = re.match(r"score shown (\d+\.\d+)", line)
     if shown:
         return float(shown[1])
@@ -51,7 +53,9 @@ def _shown(line: str) -> float | None:
 
 
 async def test_every_evidence_score_is_the_number_its_explanation_ends_on(service_client: Any) -> None:
-    asked = (await service_client.post("/retrieve", json={"query": "how do I create a new note"})).json()
+    # A clarification's first page: the seed rules ask about this query (calibrated answers it).
+    async with decision_policy(service_client, "seed_rules"):
+        asked = (await service_client.post("/retrieve", json={"query": "how do I create a new note"})).json()
     led = [line for line in asked["results"][0]["match_explain"] if line.startswith("ranked first:")]
     assert asked["status"] == "clarify" and led == [
         f"ranked first: the clarification offers this page ({asked['results'][0]['title']})"]
