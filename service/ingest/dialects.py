@@ -372,6 +372,8 @@ class _Rewriter:
         self.mdx = mdx
         self.out = Rewritten([])
         self.stack: list[_Open] = []
+        self.unclosed = False
+        """A JSX tag was never closed: MDX would not build the page; later tags are read as text."""
 
     # One pass; a block construct may consume following lines (returns the next index).
     def run(self, lines: list[str]) -> Rewritten:
@@ -434,7 +436,7 @@ class _Rewriter:
                 self._pop(close.group(1))
                 self._blank()
                 return i + 1
-            opened = _JSX_OPEN.match(line)
+            opened = None if self.unclosed else _JSX_OPEN.match(line)
             if opened is not None:
                 return self._component(lines, i, opened)
         if self.spec.mkdocs_blocks:
@@ -502,14 +504,18 @@ class _Rewriter:
     def _component(self, lines: list[str], i: int, opened: re.Match[str]) -> int:
         """`<Name attr="v">` (its attributes may run over lines): a label line; `/>` drops it."""
         indent, name = opened.group(1), opened.group(2)
-        text, j, end = lines[i], i, _tag_end(lines[i], opened.end())
-        while end is None and j + 1 < len(lines):
+        parts, j = [lines[i]], i
+        end, state = _tag_end(lines[i], opened.end())
+        while end is None and j + 1 < len(lines):  # each line scanned once, from where it stopped
             j += 1
-            text += "\n" + lines[j]
-            end = _tag_end(text, opened.end())
-        if end is None:  # never closed: not a component after all
+            parts.append(lines[j])
+            end, state = _tag_end(lines[j], 0, state)
+        if end is None:  # never closed: not a component after all, nor is any later tag
+            self.unclosed = True  # (each would scan to the page's end again: quadratic)
             self._prose_line(lines[i])
             return i + 1
+        end += sum(len(part) + 1 for part in parts[:-1])
+        text = "\n".join(parts)
         attrs = text[opened.end() : end]
         self_closing = attrs.rstrip().endswith("/")
         rest = text[end + 1 :].strip()
@@ -579,12 +585,17 @@ def _expand_leading_tabs(line: str) -> str:
     return line[: len(line) - len(body)].expandtabs(4) + body
 
 
-def _tag_end(text: str, start: int) -> int | None:
-    """Offset of the `>` closing a JSX tag that starts before `start` (quotes and braces skipped)."""
-    quote: str | None = None
-    depth = 0
-    for at in range(start, len(text)):
-        ch = text[at]
+_TAG_SPECIAL = re.compile(r"[\"'`{}>]")
+_TagState = tuple[str | None, int]
+"""Inside which quote, and how many braces deep, a JSX tag's scan is."""
+
+
+def _tag_end(text: str, start: int, state: _TagState = (None, 0)) -> tuple[int | None, _TagState]:
+    """Offset of the `>` closing a JSX tag that starts before `start` (quotes and braces
+    skipped), else None and the state to resume from on the next line."""
+    quote, depth = state
+    for match in _TAG_SPECIAL.finditer(text, start):
+        ch = match.group()
         if quote is not None:
             if ch == quote:
                 quote = None
@@ -594,9 +605,9 @@ def _tag_end(text: str, start: int) -> int | None:
             depth += 1
         elif ch == "}":
             depth -= 1
-        elif ch == ">" and depth <= 0:
-            return at
-    return None
+        elif depth <= 0:  # `>`
+            return match.start(), (quote, depth)
+    return None, (quote, depth)
 
 
 def _attributes(text: str) -> dict[str, str]:

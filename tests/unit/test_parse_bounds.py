@@ -156,7 +156,7 @@ def _line(unit: str, head: str = "# T\n\n") -> Callable[[int], str]:
     return lambda n: head + unit * (n // len(unit)) + "\n"
 
 
-HOSTILE: dict[str, tuple[Callable[[int], str], Dialect]] = {
+HOSTILE: dict[str, tuple[Callable[[int], str], Dialect] | tuple[Callable[[int], str], Dialect, bool]] = {
     "[[ on a line": (_line("[["), Dialect.markdown),
     "[ on a line": (_line("["), Dialect.markdown),
     "[^ with a footnote defined": (_line("[^", "# T\n\n[^1]: x\n\n"), Dialect.markdown),
@@ -170,6 +170,8 @@ HOSTILE: dict[str, tuple[Callable[[int], str], Dialect]] = {
     "equal headings (MkDocs)": (lambda n: "# T\n\n" + "## h\n\nx\n\n" * (n // 10), Dialect.mkdocs),
     "equal headings (VitePress)": (lambda n: "# T\n\n" + "## h\n\nx\n\n" * (n // 10), Dialect.vitepress),
     "a link-list item of [": (_line("[a", "# T\n\n- "), Dialect.vitepress),
+    "JSX tags never closed (MDX)": (_line("<A{\n"), Dialect.starlight, True),
+    "a JSX tag never closed, then lines (MDX)": (_line("a\n", "# T\n\n<Aside\n"), Dialect.starlight, True),
 }
 
 
@@ -180,9 +182,9 @@ every 10 characters) takes 270; before the repair `[[` took 865, `[^` 9,000 and 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_doubling_a_hostile_page_about_doubles_the_parse_work(name: str) -> None:
-    page, dialect = HOSTILE[name]
-    small = _steps(lambda: parse.parse_page(page(4_000), dialect))
-    large = _steps(lambda: parse.parse_page(page(8_000), dialect))
+    page, dialect, *mdx = HOSTILE[name]
+    small = _steps(lambda: parse.parse_page(page(4_000), dialect, *mdx))
+    large = _steps(lambda: parse.parse_page(page(8_000), dialect, *mdx))
     assert large <= 2.2 * small, (small, large)  # quadratic work would be 4x
     assert large <= STEPS_PER_CHAR * len(page(8_000)), large
 
