@@ -166,7 +166,7 @@ class DecisionFlags(_Flags, frozen=True):
     """Which rule answers, asks or declines (docs/decisions/index.md); per phase 1, 2, 3."""
 
     _key: ClassVar[str] = "decision"
-    policy: Literal["seed_rules", "calibrated"] = "seed_rules"
+    policy: Literal["seed_rules", "calibrated"] = "calibrated"
     # The operating points: None = the ones the fit in force was chosen with (every fitted
     # file carries its own, `decide/data/*.json`); a value set here overrides the fit's.
     answer_p: tuple[Fraction, Fraction, Fraction] | None = None
@@ -561,7 +561,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "semantic.ef_search": "HNSW candidate list; >= retrieval.candidate_pool (the pool's session default)",
     "semantic.representations": "vectors per chunk: body | section | page "
     "([note](quality/notes/2026-11-24-paraphrases.md)); a change needs a reindex",
-    "decision.policy": "seed_rules | calibrated (a corpus with no fit of its own: the portable fit); "
+    "decision.policy": "calibrated (the default; a corpus with no fit of its own: the portable fit) | "
+    "seed_rules (the seed plan's literal rules); "
     "[Decisions](decisions/index.md)",
     "decision.answer_p": "answer when p >= this; unset: the point the fit in force chose (every fitted file "
     "carries its own; [Operating points](#operating-points-which-wins))",
