@@ -200,6 +200,8 @@ def _schema_of(json_schema: dict[str, Any]) -> Schema:
             kwargs["prefix_items"] = [_schema_of(item) for item in value]
         elif key in ("items", "contains") and isinstance(value, dict):
             kwargs[key] = _schema_of(value)
+        elif key == "anyOf":  # a flag that may be unset (null), e.g. `decision.answer_p`
+            kwargs["any_of"] = [_schema_of(item) for item in value]
         elif key in _JSON_SCHEMA_KEYS:
             kwargs[_JSON_SCHEMA_KEYS[key]] = value
     return Schema(**kwargs)

@@ -39,7 +39,10 @@ a draft (cached on its text) that names its labels and title and keeps each
 
 from __future__ import annotations
 
+import atexit
 import copy
+import multiprocessing
+import multiprocessing.pool
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -868,9 +871,44 @@ CACHED_PAGE_CHARS = 256 * 1024
 page is parsed again in the second step rather than held in memory."""
 
 
+RST_PAGE_SECONDS = 10.0
+"""The wall-clock budget of one page's docutils parse. docutils' own parser grows faster than
+the page on some inputs (40 KB of unclosed `` `a < `` took 65 s); a page over budget is refused
+with that reason instead of stalling the seed (docs/operations/seeding-safety.md)."""
+
+
 def read_rst(text: str, docname: str) -> RstDraft:
     """Parse one page (LF line ends expected); cross-references still open. Raises RstError."""
-    return _read_cached(text, docname) if len(text) <= CACHED_PAGE_CHARS else _read(text, docname)
+    return _read_cached(text, docname) if len(text) <= CACHED_PAGE_CHARS else _read_bounded(text, docname)
+
+
+class _Reader:
+    """One worker process that parses pages, replaced when a page runs over its budget (a
+    thread cannot be stopped; a process can). Spawned, not forked: the service has threads."""
+
+    def __init__(self) -> None:
+        self._pool: multiprocessing.pool.Pool | None = None
+
+    def read(self, text: str, docname: str, budget: float) -> RstDraft:
+        if self._pool is None:
+            self._pool = multiprocessing.get_context("spawn").Pool(1)
+            atexit.register(self._pool.terminate)
+        pending = self._pool.apply_async(_read, (text, docname))
+        try:
+            draft: RstDraft = pending.get(timeout=budget)
+        except multiprocessing.TimeoutError:
+            self._pool.terminate()
+            self._pool = None
+            raise RstError(f"reStructuredText page not read within {budget:g} s (docutils' parse "
+                           "grows faster than the page on some inputs)") from None
+        return draft
+
+
+_READER = _Reader()
+
+
+def _read_bounded(text: str, docname: str) -> RstDraft:
+    return _READER.read(text, docname, RST_PAGE_SECONDS)
 
 
 def _read(text: str, docname: str) -> RstDraft:
@@ -897,7 +935,7 @@ def _read(text: str, docname: str) -> RstDraft:
     return RstDraft(docname, page, tuple(renderer.xrefs), _labels(document, docname), renderer.h1)
 
 
-_read_cached = lru_cache(maxsize=512)(_read)
+_read_cached = lru_cache(maxsize=512)(_read_bounded)
 
 
 def sphinx_project(drafts: Iterable[RstDraft]) -> SphinxProject:

@@ -24,7 +24,8 @@ e.g. `retrieval.default_top_k` <= `retrieval.max_top_k`); posted golden YAML
 must be a golden file (`POST /admin/replay`); a `category` must be one of the
 served corpus's own (`GET /documents`); a `reply_to` must be a clarification this
 service signed and not expired (`POST /retrieve`, `POST /context`: a made-up one is
-a 400 naming `reply_to`). For those operations 400 is an
+a 400 naming `reply_to`); a `/context` budget too small to carry the answer is a 400
+naming the budget field and the least it needs. For those operations 400 is an
 expected status of `positive_data_acceptance` (configured per operation) and
 `rejection_is_justified` asserts that every 400 for schema-valid data is for
 exactly that rule, re-checked with the service's own code.
@@ -183,7 +184,10 @@ def rejection_is_justified(ctx: Any, response: Any, case: Any, app: Litestar) ->
         category = case.body.get("category")
         justified = not 1 <= cleaned <= MAX_QUERY_CHARS or (
             category is not None and category not in _seed_categories()
-        ) or (case.body.get("reply_to") is not None and "reply_to" in body["error"])
+        ) or (case.body.get("reply_to") is not None and "reply_to" in body["error"]) or (
+            # /context: a budget too small to carry the answer names the minimum (issue 35 item 4)
+            case.path == "/context" and body["error"].startswith("`budget.") and "give at least" in body["error"]
+        )
     elif case.path == "/admin/flags":
         changes = ({case.body["name"]: case.body["value"]} if set(case.body) == {"name", "value"}
                    else case.body)

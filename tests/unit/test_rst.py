@@ -258,3 +258,15 @@ def test_an_unreadable_page_is_rejected_with_its_reason(tmp_path: Path) -> None:
         parse_corpus(tmp_path)
     assert [e.path.name for e in info.value.errors] == ["long.rst"]
     assert "a line longer than 100,000 characters" in str(info.value)
+
+
+def test_a_page_docutils_cannot_read_in_its_budget_is_refused_and_the_next_page_reads() -> None:
+    """docutils' parser is superlinear on some inputs: the page's parse runs in a worker process
+    that is replaced when it overruns, and the page gets a reason naming the budget."""
+    from service.ingest.rst import _READER, RstError
+
+    slow = "Title\n=====\n\n" + "`a < " * 8000 + "\n"  # took over a minute before the budget
+    with pytest.raises(RstError, match=r"not read within 0\.05 s"):
+        _READER.read(slow, "slow", budget=0.05)
+    draft = _READER.read("Title\n=====\n\nA paragraph.\n", "fine", budget=30.0)
+    assert draft.title == "Title" and "A paragraph." in draft.page.body
