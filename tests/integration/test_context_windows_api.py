@@ -6,6 +6,7 @@ block-aware trimming and a tight total budget. Default flags:
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,9 +15,18 @@ from service.ingest.chunker import chunk_document
 from service.ingest.markdown import parse_seeds
 from service.ingest.tokens import get_token_counter
 from service.settings import PROJECT_ROOT
+from tests.conftest import decision_policy
 
 WINDOW_CHARS = 200
 SEEDS = PROJECT_ROOT / "seeds"
+
+
+@pytest.fixture(autouse=True)
+async def _seed_rules(service_client: Any) -> AsyncIterator[None]:
+    """The cases were chosen on the seed rules' confidence (a chunk answer below
+    `full_page_confidence`, another above it); under `calibrated` the confidence is the fit's p."""
+    async with decision_policy(service_client, "seed_rules"):
+        yield
 
 
 def _chunks(slug: str) -> list[str]:
