@@ -21,6 +21,7 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+import yaml
 from litestar.testing import AsyncTestClient
 from test_serve import _alive, _postgres_pids, _start, _wait_gone, _wait_ready
 
@@ -71,9 +72,15 @@ def test_sigterm_drains_in_flight_requests(tmp_path: Path, fixture_seeds: Path) 
     data_dir, log, hold = tmp_path / "pg", tmp_path / "serve.log", tmp_path / "hold"
     hold.mkdir()
     port = free_port()
+    # The answers checked below are the seed rules' (the 3-page fixture corpus has no fit of its
+    # own); what is under test is that every held request completes.
+    flags = yaml.safe_load(quiet_flags_file().read_text(encoding="utf-8"))
+    flags["decision"] = {"policy": "seed_rules"}
+    flags_file = tmp_path / "flags.yaml"
+    flags_file.write_text(yaml.safe_dump(flags), encoding="utf-8")
     proc = _start(data_dir, fixture_seeds, port, log, argv=[str(Path(__file__).with_name("held_serve.py"))],
                   # The drain's deadline is not under test: a busy machine must not reach it.
-                  env={"HOLD_DIR": str(hold), "GRACEFUL_SHUTDOWN_SECONDS": "300"})
+                  env={"HOLD_DIR": str(hold), "GRACEFUL_SHUTDOWN_SECONDS": "300", "FLAGS_FILE": str(flags_file)})
     try:
         (hold / "release").touch()  # readiness itself needs no holding
         _wait_ready(proc, port, log)

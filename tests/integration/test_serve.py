@@ -27,7 +27,8 @@ def _start(
     """`python -m service serve` (or `argv`, a wrapper script taking the same arguments)."""
     environ = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
     environ.update(SEEDS_DIR=str(seeds), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                   FLAGS_FILE=str(quiet_flags_file()), PYTHONPATH=str(PROJECT_ROOT), **(env or {}))
+                   FLAGS_FILE=str(quiet_flags_file()), PYTHONPATH=str(PROJECT_ROOT))
+    environ.update(env or {})  # the caller's own (e.g. FLAGS_FILE) win
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, *(argv or ["-m", "service"]), "serve", "--port", str(port),
