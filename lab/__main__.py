@@ -13,15 +13,13 @@ as the service's own commands do (service/__main__.py).
 from __future__ import annotations
 
 import argparse
-import logging
-import signal
 import sys
 from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
-from service.extras import CommandExtras, missing_extra
-from service.settings import Settings, SettingsError, load_settings
+from service.__main__ import run_command
+from service.extras import CommandExtras
+from service.settings import Settings
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -83,35 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Handler | None = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return 2
-    problem = missing_extra(args.command, table=COMMAND_EXTRAS, program="python -m lab")
-    if problem is not None:
-        print(problem, file=sys.stderr)
-        return 2
-    try:
-        settings = load_settings()
-    except SettingsError as err:
-        print(f"configuration error: {err}", file=sys.stderr)
-        return 2
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # Python's default SIGTERM ends the process without unwinding, which would
-    # leave the embedded PostgreSQL that eval, eval-kinds and bench start running.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    try:
-        return handler(args, settings)
-    except KeyboardInterrupt:  # Ctrl-C: the handlers' finally blocks have run
-        return 130
-
-
-def _exit_on_sigterm(_sig: int, _frame: FrameType | None) -> None:
-    raise SystemExit(128 + signal.SIGTERM)
+    return run_command(build_parser(), argv, table=COMMAND_EXTRAS, program="python -m lab", own_sigterm=frozenset())
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from types import FrameType
 from typing import Any
 
 from service.db.server import run_with_database
-from service.extras import missing_extra
+from service.extras import COMMAND_EXTRAS, CommandExtras, missing_extra
 from service.settings import Settings, SettingsError, load_settings
 
 SubParsers = Any  # argparse._SubParsersAction is private; keep the alias loose
@@ -240,13 +240,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    return run_command(build_parser(), argv)
+
+
+def run_command(
+    parser: argparse.ArgumentParser, argv: list[str] | None, *, table: CommandExtras = COMMAND_EXTRAS,
+    program: str = "python -m service", own_sigterm: frozenset[str] = frozenset({"serve"}),
+) -> int:
+    """Parse, check the command's extra, load settings and logging, run the handler: the
+    service's CLI and the lab's (`python -m lab`) alike. `own_sigterm`: commands that handle
+    SIGTERM themselves (serve drains its requests)."""
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
         return 2
-    if (problem := missing_extra(args.command)) is not None:
+    if (problem := missing_extra(args.command, table=table, program=program)) is not None:
         print(problem, file=sys.stderr)
         return 2
     try:
@@ -257,9 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    if args.command != "serve":
+    if args.command not in own_sigterm:
         # Python's default SIGTERM ends the process without unwinding, which would
-        # leave an embedded PostgreSQL (seed, eval-decisions) running; exit properly.
+        # leave an embedded PostgreSQL (seed, eval-decisions, the lab's runs) running.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         return handler(args, settings)
