@@ -68,6 +68,9 @@ def add_parsers(sub: Any) -> None:
                    "without a corpus decides that corpus's test split (service/evaluation/cross_corpus.py)")
     p.add_argument("--signals", type=Path, action="append",
                    help="--cross-corpus: a runs file per query set, read when it exists, else written")
+    p.add_argument("--ablation", action="store_true",
+                   help="--cross-corpus: also each of the calibrated policy's rules left out, its fits remade "
+                   "without it (six more fits per rule)")
     p.add_argument("--phase", choices=("1", "2", "3", "all"), default="all")
     p.add_argument("--max-wrong", type=float, default=MAX_WRONG,
                    help="--cross-corpus: the wrong-answer rate the fits' points keep on dev (default %(default)s)")
@@ -188,19 +191,30 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     collected = [runs for _, runs in served]
     corpora = [CorpusRuns(name=runs.corpus, cases=cases, runs=runs.runs) for cases, runs in served]
-    fits = {}
-    for held in corpora:
-        others = [i for i, c in enumerate(corpora) if c is not held]
-        say(f"fitting the portable decision without {held.name}")
-        fits[held.name] = fit(merge([collected[i] for i in others]), [case for i in others for case in corpora[i].cases],
-                              f"all but {held.name}", portable=True, max_wrong=args.max_wrong)
+    def fits_without(rule: str) -> dict[str, CalibrationModel]:
+        """{corpus: the portable fit made on every other corpus}, its points chosen without `rule`."""
+        without = frozenset() if rule == "none" else frozenset({rule})
+        out = {}
+        for held in corpora:
+            others = [i for i, c in enumerate(corpora) if c is not held]
+            say(f"fitting the portable decision without {held.name}" + ("" if rule == "none" else f" and {rule}"))
+            out[held.name] = fit(merge([collected[i] for i in others]),
+                                 [case for i in others for case in corpora[i].cases],
+                                 f"all but {held.name}", portable=True, max_wrong=args.max_wrong, without=without)
+        return out
+
+    fits = fits_without("none")
     phase = 3 if args.phase == "all" else int(args.phase)
     table = leave_one_out(corpora, fits, phase)
     print(f"## Leave-one-corpus-out, test splits, phase {phase}\n")
     print(markdown(table))
-    ablated = ablation(corpora, fits, phase)
-    print(f"\n## The calibrated policy's rules, each left out (leave-one-corpus-out fits), phase {phase}\n")
-    print(ablation_markdown(ablated))
+    ablated = None
+    if args.ablation:
+        from service.decide.decider import RULES
+
+        ablated = ablation(corpora, {"none": fits, **{rule: fits_without(rule) for rule in RULES}}, phase)
+        print(f"\n## The calibrated policy's rules, each left out (fits remade without it), phase {phase}\n")
+        print(ablation_markdown(ablated))
     if args.json is not None:
         write(args.json, table, {"phase": phase, "query_sets": [str(q) for q in query_sets],
                                  "max_wrong": args.max_wrong, "ablation": ablated,

@@ -18,7 +18,7 @@ paraphrase cases (the keyword leg is phase 2's ranking of the same case).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,12 +187,14 @@ def write(path: Path, table: dict[str, dict[str, dict[str, float | int | None]]]
 
 
 def ablation(
-    corpora: Sequence[CorpusRuns], fit_without: dict[str, CalibrationModel], phase: int = 3,
+    corpora: Sequence[CorpusRuns], fits: Mapping[str, Mapping[str, CalibrationModel]], phase: int = 3,
 ) -> dict[str, dict[str, object]]:
     """Each of the calibrated policy's special rules (`decider.RULES`) left out in turn, every
-    corpus decided by the fit made without it: pooled right outcomes and wrong answers with and
-    without the rule on the dev splits (where the verdict is made: a rule stays only if it gains
-    at least 1 point of right outcome without adding wrong answers) and on the test splits."""
+    corpus decided by the fit made without it and without that rule (`fits[rule][corpus]`, its
+    operating points chosen for the decision without the rule; `fits["none"]`: every rule in):
+    pooled right outcomes and wrong answers with and without the rule on the dev splits (where
+    the verdict is made: a rule stays only if it gains at least 1 point of right outcome without
+    adding wrong answers) and on the test splits."""
     from service.decide.decider import RULES
 
     out: dict[str, dict[str, object]] = {}
@@ -207,7 +209,7 @@ def ablation(
                     run = by_key.get((case.id, phase))
                     if case.split != split or run is None:
                         continue
-                    status, shown, options = replay_calibrated(fit_without[corpus.name], run,
+                    status, shown, options = replay_calibrated(fits[rule][corpus.name], run,
                                                                by_key.get((case.id, 2)), without)
                     total.add(tally(case, run, status, shown, options))
             row[split] = {"cases": total.cases, "right": total.right, "wrong": total.wrong, "answers": total.answers}

@@ -28,7 +28,7 @@ import datetime as dt
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -191,12 +191,13 @@ def calibrated_p(model: CalibrationModel, run: CaseRun) -> float:
 
 def fit(
     collected: Collected, cases: Sequence[LabelledQuery], query_set: str, *, portable: bool = False,
-    max_wrong: float = MAX_WRONG,
+    max_wrong: float = MAX_WRONG, without: frozenset[str] = frozenset(),
 ) -> CalibrationModel:
     """One model per phase on the dev split, and its operating points chosen on dev (on held-out p,
     `calibration_fit.cross_fitted`).
     `portable`: without the corpus-scaled features, usable on any corpus (`collected` may
-    hold the runs of several corpora, `merge`)."""
+    hold the runs of several corpora, `merge`). `without`: the points are chosen for the decision
+    without these `decider.RULES` (the ablation)."""
     import sklearn
 
     from service.decide.calibration_fit import (
@@ -235,9 +236,13 @@ def fit(
     chosen: dict[int, Choice] = {}
     for phase in PHASES:  # in order: phase 3's keyword verdict uses phase 2's point
         mine = [r for r in dev if r.phase == phase]
+        # Every repeat's held-out p, counts pooled: the point must hold whichever cases a fold held out.
+        # Repeats whose p share a grid cell decide alike at every point: replayed once, counted for each.
+        cells = {r.case_id: _cells(by_key, held_out, r, chosen[2].point if phase == 3 else None) for r in mine}
 
-        def evaluate(point: DecisionPoint, mine: list[CaseRun] = mine) -> tuple[int, int, int, int, int]:
-            # Every repeat's held-out p, counts pooled: the point must hold whichever cases a fold held out.
+        def evaluate(
+            point: DecisionPoint, mine: list[CaseRun] = mine, cells: dict[str, Cells] = cells,
+        ) -> tuple[int, int, int, int, int]:
             right = answers = wrong = answerable = covered = 0
             for r in mine:
                 case = by_id[r.case_id]
@@ -247,16 +252,15 @@ def fit(
                     if r.reason == "multi_intent" else ()
                 if r.phase == 3 and multi:
                     multi = ()  # phase 3 keeps the fused order (`multi_intent_on`)
-                for p_of in held_out:
-                    verdict = _verdict(by_key, p_of, r, chosen[2].point) if r.phase == 3 else None
-                    status, shown, options = replayed_status(r, p_of[(r.case_id, r.phase)], point, verdict, multi)
-                    right += right_outcome(case, status, shown, options)
+                for (p, verdict), n in cells[r.case_id].items():
+                    status, shown, options = replayed_status(r, p, point, verdict, multi, without=without)
+                    right += n * right_outcome(case, status, shown, options)
                     if status == "answer":
-                        answers += 1
-                        wrong += not top_is_right(case, shown)
+                        answers += n
+                        wrong += n * (not top_is_right(case, shown))
                     if case.decision == "answer":
-                        answerable += 1
-                        covered += status == "answer"
+                        answerable += n
+                        covered += n * (status == "answer")
             return right, answers, wrong, answerable, covered
 
         chosen[phase] = choose_point(evaluate, max_wrong)
@@ -292,14 +296,35 @@ def _three(values: Sequence[float]) -> tuple[float, float, float]:
     return (values[0], values[1], values[2])
 
 
-def _verdict(
-    by_key: dict[tuple[str, int], CaseRun], p_of: dict[tuple[str, int], float], run: CaseRun, point: DecisionPoint,
-) -> KeywordVerdict | None:
-    """Phase 2's verdict on phase 3's keyword leg: the same case's phase-2 run."""
-    if (run.case_id, 2) not in by_key:
-        return None
-    two = by_key[(run.case_id, 2)]
-    return KeywordVerdict(p=p_of[(run.case_id, 2)], top_doc=two.ranked[0] if two.ranked else None, point=point)
+Cells = dict[tuple[float, KeywordVerdict | None], int]
+"""A dev run's held-out (p, phase 2's verdict) per repeat, each lowered to its grid cell, with how
+many repeats fall in it."""
+
+
+def _cell(p: float, thresholds: Iterable[float]) -> float:
+    """p lowered to the largest threshold it reaches (-1 below all). The decision only compares p
+    with thresholds (`calibration.choose`, `KeywordVerdict`), so at each of them p and its cell
+    decide alike."""
+    return max((t for t in thresholds if t <= p), default=-1.0)
+
+
+def _cells(
+    by_key: dict[tuple[str, int], CaseRun], held_out: Sequence[dict[tuple[str, int], float]], run: CaseRun,
+    phase2_point: DecisionPoint | None,
+) -> Cells:
+    """`Cells` of one run; `phase2_point`: phase 3's keyword verdict is phase 2's p at that point."""
+    from service.decide.calibration_fit import ANSWER_GRID, NO_MATCH_GRID
+
+    grid = (*ANSWER_GRID, *NO_MATCH_GRID)
+    two = by_key.get((run.case_id, 2)) if phase2_point is not None else None
+    out: Cells = Counter()
+    for p_of in held_out:
+        verdict = None
+        if two is not None and phase2_point is not None:
+            p2 = _cell(p_of[(run.case_id, 2)], (phase2_point.no_match_p, phase2_point.answer_p))
+            verdict = KeywordVerdict(p=p2, top_doc=two.ranked[0] if two.ranked else None, point=phase2_point)
+        out[(_cell(p_of[(run.case_id, run.phase)], grid), verdict)] += 1
+    return out
 
 
 # -- reporting -----------------------------------------------------------------

@@ -346,3 +346,18 @@ def test_held_out_p_is_not_over_confident_where_the_fit_memorises_its_dev_cases(
     assert [fold_of(key, 0) for key in keys] == [fold_of(key, 0) for key in keys]
     assert {fold_of(key, 0) for key in keys} == set(range(FOLDS))
     assert cross_fitted(keys, rows, labels) == repeats
+
+
+def test_a_p_and_its_grid_cell_compare_alike_with_every_threshold_the_fit_tries() -> None:
+    """The fit replays each repeat's p once per grid cell (`decisions._cell`): that is only the
+    same fit if no threshold it tries tells p from its cell."""
+    import random
+
+    from service.decide.calibration_fit import ANSWER_GRID, NO_MATCH_GRID
+    from service.evaluation.decisions import _cell
+
+    grid = (*ANSWER_GRID, *NO_MATCH_GRID)
+    rng = random.Random(7)
+    for p in [rng.random() for _ in range(2000)] + list(grid) + [0.0, 1.0]:
+        cell = _cell(p, grid)
+        assert all((p >= t) == (cell >= t) and (p < t) == (cell < t) for t in grid), p

@@ -82,7 +82,8 @@ def test_the_ablation_leaves_each_rule_out_and_keeps_only_those_that_pay() -> No
         runs = [r if r.case_id not in ood else msgspec.structs.replace(r, keyword_reason="out_of_domain")
                 for r in base.runs]
         corpora.append(replace(base, runs=runs))
-    table = ablation(corpora, {"a": fit_answering(True), "b": fit_answering(True)})
+    answering = {"a": fit_answering(True), "b": fit_answering(True)}
+    table = ablation(corpora, {rule: answering for rule in ("none", *RULES)})
     assert set(table) == {"none", *RULES}
     # The answering fits answer an out-of-domain question unless the unknown-word rule declines it.
     test_base, test_without = table["none"]["test"], table["out_of_domain_words"]["test"]
