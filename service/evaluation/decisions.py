@@ -28,7 +28,7 @@ import datetime as dt
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from service.decide.calibration import (
     pages_fingerprint,
     probability,
 )
-from service.decide.decider import replayed_status
+from service.decide.calibration_fit import Choice
 from service.evaluation.decision_metrics import (
     CaseRun,
     DecisionReport,
@@ -53,10 +53,10 @@ from service.evaluation.decision_metrics import (
     best_threshold,
     ranking_ceiling,
     report,
-    right_outcome,
     risk_coverage,
     top_is_right,
 )
+from service.evaluation.grid_replay import GridReplay, Group, Multi, cell, groups_of
 from service.evaluation.harness import database_name, load_cached_embedder, prepare_database, say
 from service.evaluation.labelled import SPLITS, LabelledQuery
 from service.flags import DecisionPoint, Flags, TimeoutFlags, load_flags
@@ -201,8 +201,9 @@ def fit(
     import sklearn
 
     from service.decide.calibration_fit import (
+        ANSWER_GRID,
+        NO_MATCH_GRID,
         REPEATS,
-        Choice,
         choose_point,
         cross_fitted,
         fit_phase,
@@ -233,36 +234,20 @@ def fit(
         fitted_at=stamp.isoformat(timespec="seconds"),
     )
     by_key = {(r.case_id, r.phase): r for r in dev}
+    grid = (*ANSWER_GRID, *NO_MATCH_GRID)
     chosen: dict[int, Choice] = {}
     for phase in PHASES:  # in order: phase 3's keyword verdict uses phase 2's point
         mine = [r for r in dev if r.phase == phase]
         # Every repeat's held-out p, counts pooled: the point must hold whichever cases a fold held out.
-        # Repeats whose p share a grid cell decide alike at every point: replayed once, counted for each.
-        cells = {r.case_id: _cells(by_key, held_out, r, chosen[2].point if phase == 3 else None) for r in mine}
-
-        def evaluate(
-            point: DecisionPoint, mine: list[CaseRun] = mine, cells: dict[str, Cells] = cells,
-        ) -> tuple[int, int, int, int, int]:
-            right = answers = wrong = answerable = covered = 0
-            for r in mine:
-                case = by_id[r.case_id]
-                # Multi-intent parts are keyword searches: phase 3 judges them with phase 2's model.
-                part_phase, part_point = (2, chosen[2].point) if r.phase == 3 else (r.phase, point)
-                multi = multi_intent_pages(draft.phases[str(part_phase)], part_point, r.shown, r.parts) \
-                    if r.reason == "multi_intent" else ()
-                if r.phase == 3 and multi:
-                    multi = ()  # phase 3 keeps the fused order (`multi_intent_on`)
-                for (p, verdict), n in cells[r.case_id].items():
-                    status, shown, options = replayed_status(r, p, point, verdict, multi, without=without)
-                    right += n * right_outcome(case, status, shown, options)
-                    if status == "answer":
-                        answers += n
-                        wrong += n * (not top_is_right(case, shown))
-                    if case.decision == "answer":
-                        answerable += n
-                        covered += n * (status == "answer")
-            return right, answers, wrong, answerable, covered
-
+        fixed: list[Group] = []
+        varying: list[Group] = []
+        for r in mine:
+            multi, depends_on_point = _multi_of(draft, r, chosen)
+            verdicts = [_verdict(by_key, p_of, r, chosen[2].point) if phase == 3 else None for p_of in held_out]
+            found = groups_of(r, by_id[r.case_id], [p_of[(r.case_id, phase)] for p_of in held_out], verdicts,
+                              multi, grid)
+            (varying if depends_on_point else fixed).extend(found)
+        evaluate = GridReplay(fixed, varying, without)
         chosen[phase] = choose_point(evaluate, max_wrong)
         c = chosen[phase]
         say(f"phase {phase} on dev, held out: {msgspec.to_builtins(c.point)}; wrong answers {c.wrong_rate:.1%}, "
@@ -296,35 +281,30 @@ def _three(values: Sequence[float]) -> tuple[float, float, float]:
     return (values[0], values[1], values[2])
 
 
-Cells = dict[tuple[float, KeywordVerdict | None], int]
-"""A dev run's held-out (p, phase 2's verdict) per repeat, each lowered to its grid cell, with how
-many repeats fall in it."""
+def _verdict(
+    by_key: dict[tuple[str, int], CaseRun], p_of: dict[tuple[str, int], float], run: CaseRun, point: DecisionPoint,
+) -> KeywordVerdict | None:
+    """Phase 2's verdict on phase 3's keyword leg (the same case's phase-2 run), its p lowered to
+    the threshold of `point` it reaches (it is only compared with them: see grid_replay)."""
+    if (run.case_id, 2) not in by_key:
+        return None
+    two = by_key[(run.case_id, 2)]
+    p = cell(p_of[(run.case_id, 2)], (point.no_match_p, point.answer_p))
+    return KeywordVerdict(p=p, top_doc=two.ranked[0] if two.ranked else None, point=point)
 
 
-def _cell(p: float, thresholds: Iterable[float]) -> float:
-    """p lowered to the largest threshold it reaches (-1 below all). The decision only compares p
-    with thresholds (`calibration.choose`, `KeywordVerdict`), so at each of them p and its cell
-    decide alike."""
-    return max((t for t in thresholds if t <= p), default=-1.0)
-
-
-def _cells(
-    by_key: dict[tuple[str, int], CaseRun], held_out: Sequence[dict[tuple[str, int], float]], run: CaseRun,
-    phase2_point: DecisionPoint | None,
-) -> Cells:
-    """`Cells` of one run; `phase2_point`: phase 3's keyword verdict is phase 2's p at that point."""
-    from service.decide.calibration_fit import ANSWER_GRID, NO_MATCH_GRID
-
-    grid = (*ANSWER_GRID, *NO_MATCH_GRID)
-    two = by_key.get((run.case_id, 2)) if phase2_point is not None else None
-    out: Cells = Counter()
-    for p_of in held_out:
-        verdict = None
-        if two is not None and phase2_point is not None:
-            p2 = _cell(p_of[(run.case_id, 2)], (phase2_point.no_match_p, phase2_point.answer_p))
-            verdict = KeywordVerdict(p=p2, top_doc=two.ranked[0] if two.ranked else None, point=phase2_point)
-        out[(_cell(p_of[(run.case_id, run.phase)], grid), verdict)] += 1
-    return out
+def _multi_of(draft: CalibrationModel, run: CaseRun, chosen: dict[int, Choice]) -> tuple[Multi, bool]:
+    """A run's multi-intent pages as a function of the point tried, and whether they depend on it.
+    Multi-intent parts are keyword searches: phase 3 judges them with phase 2's model and point,
+    and keeps the fused order when they stand (`multi_intent_on`)."""
+    if run.reason != "multi_intent":
+        return (lambda point: ()), False
+    if run.phase == 3:
+        pages = multi_intent_pages(draft.phases["2"], chosen[2].point, run.shown, run.parts)
+        kept: Sequence[str] | None = () if pages else pages
+        return (lambda point: kept), False
+    model = draft.phases[str(run.phase)]
+    return (lambda point: multi_intent_pages(model, point, run.shown, run.parts)), True
 
 
 # -- reporting -----------------------------------------------------------------

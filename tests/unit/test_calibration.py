@@ -240,8 +240,8 @@ def test_pages_fingerprint_is_the_set_of_slugs() -> None:
 def test_the_fit_replays_the_rule_the_service_applies(p: float, second_score: float, third_score: float | None) -> None:
     """fit-decisions chooses thresholds by replaying recorded signals: it must decide as decide_calibrated."""
     from service.decide.calibration import decision_signals
+    from service.decide.decider import replayed_status
     from service.evaluation.decision_metrics import CaseRun
-    from service.evaluation.decisions import replayed_status
 
     ranking = [ev("concepts/home", 1.0, "Home > Start"), ev("concepts/dashboard", second_score, "Dashboard > Grid")]
     if third_score is not None:
@@ -307,8 +307,8 @@ def test_a_portable_fit_ignores_the_corpus_scaled_signals_and_decides_with_its_o
 
 def test_the_fit_replays_the_named_page_answer_of_the_seed_rules() -> None:
     from service.decide.calibration import decision_signals
+    from service.decide.decider import replayed_status
     from service.evaluation.decision_metrics import CaseRun
-    from service.evaluation.decisions import replayed_status
 
     query = NormalizedQuery(raw="Dashboard", tokens=("dashboard",), phrase="dashboard")
     ranking = [ev("concepts/home", 1.0, "Home > Start"), ev("concepts/dashboard", 0.95, "Dashboard > Grid")]
@@ -349,15 +349,15 @@ def test_held_out_p_is_not_over_confident_where_the_fit_memorises_its_dev_cases(
 
 
 def test_a_p_and_its_grid_cell_compare_alike_with_every_threshold_the_fit_tries() -> None:
-    """The fit replays each repeat's p once per grid cell (`decisions._cell`): that is only the
+    """The fit replays each repeat's p once per grid cell (`grid_replay.cell`): that is only the
     same fit if no threshold it tries tells p from its cell."""
     import random
 
     from service.decide.calibration_fit import ANSWER_GRID, NO_MATCH_GRID
-    from service.evaluation.decisions import _cell
+    from service.evaluation.grid_replay import cell
 
     grid = (*ANSWER_GRID, *NO_MATCH_GRID)
     rng = random.Random(7)
     for p in [rng.random() for _ in range(2000)] + list(grid) + [0.0, 1.0]:
-        cell = _cell(p, grid)
-        assert all((p >= t) == (cell >= t) and (p < t) == (cell < t) for t in grid), p
+        lowered = cell(p, grid)
+        assert all((p >= t) == (lowered >= t) and (p < t) == (lowered < t) for t in grid), p

@@ -80,8 +80,8 @@ def test_a_multi_intent_answer_keeps_a_part_level_between_two_pages_behind_a_sur
 
 
 def test_the_fit_replays_the_found_rule_as_the_service_applies_it() -> None:
+    from service.decide.decider import replayed_status
     from service.evaluation.decision_metrics import CaseRun
-    from service.evaluation.decisions import replayed_status
 
     # "go home": every word on the top page, but not the page's whole title (the named-page rule)
     query = NormalizedQuery(raw="go home", tokens=("home",), phrase="home")
@@ -133,8 +133,8 @@ def test_the_sure_page_leads_the_options_while_the_results_keep_their_scores_ord
 
 
 def test_the_fit_replays_the_question_between_pages_a_synonym_names_as_the_seed_rules_ask_it() -> None:
+    from service.decide.decider import replayed_status
     from service.evaluation.decision_metrics import CaseRun
-    from service.evaluation.decisions import replayed_status
 
     # "home" at phase 3: Home's title, and Dashboard's through `dashboard: home`; however sure p is
     features = dict.fromkeys(FEATURES, 0.0) | {"top_score": 1.0, "tokens": 1.0, "matched_share": 1.0}
