@@ -269,6 +269,8 @@ class EmbeddingFlags(_Flags, frozen=True):
     remote_batch_size: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
     remote_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
     remote_retries: Annotated[int, msgspec.Meta(ge=0, le=20)] = 4
+    keep_vectors: bool = True
+    """Keep the local model's document vectors on disk by exact input (service/embedding/vector_cache.py)."""
 
 
 class TimeoutFlags(_Flags, frozen=True):
@@ -596,6 +598,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "embedding.remote_batch_size": "chunks per POST /v1/embeddings (EMBEDDING_REMOTE_URL)",
     "embedding.remote_concurrency": "requests in flight to the embedding server",
     "embedding.remote_retries": "retries per batch, exponential back-off",
+    "embedding.keep_vectors": "keep the local model's document vectors on disk by exact input (beside the exported "
+    "model): a new database embeds only text the model has not seen",
     "timeouts.db_ms": "a database call slower than this is an error",
     "timeouts.phase_ms": "a phase slower than this is passed over",
     "kill_switch.p95_ms": "a phase's p95 above this over a window drops a phase",

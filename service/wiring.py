@@ -20,6 +20,7 @@ from service.embedding.backends import load_embedder as load_backend
 from service.embedding.backends import onnx_cache_dir
 from service.embedding.batcher import QueryBatcher
 from service.embedding.documents import document_embedder
+from service.embedding.vector_cache import known_vectors
 from service.flags import Flags
 from service.ingest.indexer import IndexReport, active_model, index_embeddings
 from service.ingest.model_thread import on_model_thread
@@ -137,9 +138,11 @@ async def ensure_embeddings(st: AppState, pipeline: Pipeline, status: SemanticSt
         status.indexing = True
         # Documents may go to an embedding server (EMBEDDING_REMOTE_URL); queries stay local.
         async with document_embedder(embedder, st.flags.embedding) as (documents, batch_size):
+            known = known_vectors(status.cache_dir, embedder.model_name, embedder.dim,
+                                  st.flags.embedding.keep_vectors and documents is embedder)
             report = await index_embeddings(
                 st.pool, documents, batch_size=batch_size, progress=log.info,
-                kinds=st.flags.semantic.representations,
+                kinds=st.flags.semantic.representations, known=known,
             )
         status.last_index = report
         status.serving_model = await active_model(st.pool, embedder.model_name)

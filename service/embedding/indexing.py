@@ -8,6 +8,7 @@ from typing import Any
 from service.embedding.backends import load_embedder, onnx_cache_dir
 from service.embedding.base import available_cores
 from service.embedding.documents import document_embedder
+from service.embedding.vector_cache import known_vectors
 from service.flags import Flags
 from service.ingest.indexer import IndexReport, index_embeddings
 from service.ingest.model_thread import on_model_thread
@@ -19,11 +20,15 @@ log = logging.getLogger(__name__)
 async def embed_corpus(pool: Any, settings: Settings, flags: Flags) -> IndexReport:
     """Local model for the probe/windows; documents on EMBEDDING_REMOTE_URL if set."""
     # No requests to serve in this process: the model may have every core.
+    cache_dir = onnx_cache_dir(settings.data_dir)
     local = await on_model_thread(
-        load_embedder, flags.embedding.backend, settings.embedding_model, onnx_cache_dir(settings.data_dir),
+        load_embedder, flags.embedding.backend, settings.embedding_model, cache_dir,
         flags.embedding.threads or available_cores(),
     )
     async with document_embedder(local, flags.embedding) as (documents, batch_size):
+        known = known_vectors(cache_dir, local.model_name, local.dim,
+                              flags.embedding.keep_vectors and documents is local)
         return await index_embeddings(
             pool, documents, batch_size=batch_size, progress=log.info, kinds=flags.semantic.representations,
+            known=known,
         )

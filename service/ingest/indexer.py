@@ -11,6 +11,7 @@ the new set is complete.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -55,12 +56,23 @@ class AsyncPassageEmbedder(Protocol):
     async def embed_passages_async(self, items: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]: ...
 
 
+class KnownVectors(Protocol):
+    """Vectors already computed for an exact model input (`service/embedding/vector_cache.py`)."""
+
+    def get(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]: ...
+
+    def put(self, keys: Sequence[str], vectors: npt.NDArray[np.float32]) -> None: ...
+
+
 class IndexReport(Base, frozen=True):
     embedded: int
+    """Vectors written (the model's, or `known`'s for an input it has seen)."""
     reused: int
     total: int
     seconds: float
     model: str = ""
+    known: int = 0
+    """Of `embedded`, the vectors `KnownVectors` had: the model did not run for them."""
 
     @property
     def chunks_per_second(self) -> float:
@@ -144,10 +156,13 @@ async def index_embeddings(
     batch_size: int = 64,
     progress: Progress | None = None,
     kinds: Sequence[RepresentationKind] = ("body",),
+    known: KnownVectors | None = None,
 ) -> IndexReport:
     """Embed every representation (of `kinds`) that lacks a current vector for
     `embedder.model_name`; counts are vectors (one per chunk with bodies only).
-    Vectors of kinds not asked for are left alone (a flag flip back reuses them)."""
+    Vectors of kinds not asked for are left alone (a flag flip back reuses them).
+    `known`: vectors this model already made for the same input (another database);
+    the model embeds only the rest, and what it makes is kept there too."""
     started = time.perf_counter()
     model, dim = embedder.model_name, embedder.dim
     rows = await pool.fetch(_PENDING_SQL)
@@ -162,14 +177,24 @@ async def index_embeddings(
     # Bodies first: phase 3 serves a model once every body is current. Within a kind, longest
     # first: a batch is padded to its longest input, so batches of like lengths waste less.
     todo.sort(key=lambda p: (p.rep.kind != "body", padding_order(p.rep.context, p.rep.text)))
-    done = 0
+    done = from_known = 0
     for start in range(0, len(todo), max(1, batch_size)):
         batch = todo[start : start + batch_size]
-        items = [(p.rep.context, p.rep.text) for p in batch]
-        if hasattr(embedder, "embed_passages_async"):
-            vectors = await embedder.embed_passages_async(items)
-        else:
-            vectors = await on_model_thread(embedder.embed_passages, items)
+        keys = [p.rep.input_hash for p in batch]
+        have = await asyncio.to_thread(known.get, keys) if known is not None else {}
+        missing = [p for p in batch if p.rep.input_hash not in have]
+        made: dict[str, npt.NDArray[np.float32]] = {}
+        if missing:
+            items = [(p.rep.context, p.rep.text) for p in missing]
+            if hasattr(embedder, "embed_passages_async"):
+                fresh = await embedder.embed_passages_async(items)
+            else:
+                fresh = await on_model_thread(embedder.embed_passages, items)
+            made = {p.rep.input_hash: v for p, v in zip(missing, fresh, strict=True)}
+            if known is not None:
+                await asyncio.to_thread(known.put, list(made), np.asarray(fresh, dtype=np.float32))
+        from_known += len(batch) - len(missing)
+        vectors = [have[k] if k in have else made[k] for k in keys]
         await pool.executemany(
             _UPSERT_SQL,
             [
@@ -188,6 +213,7 @@ async def index_embeddings(
         total=len(todo) + current,
         seconds=round(time.perf_counter() - started, 3),
         model=model,
+        known=from_known,
     )
 
 

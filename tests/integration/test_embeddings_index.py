@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -282,3 +283,50 @@ async def test_explain_uses_hnsw_index(pool: Any) -> None:
         # iterative scan: 5 rows pass the filters although ef_search is 10
         assert len(hits) == 5
         assert not category or {h.category for h in hits} == {category}
+
+
+async def test_a_second_database_takes_the_vectors_the_model_already_made(
+    pool: Any, pg_server: Any, real_embedder: Embedder, tmp_path: Any,
+) -> None:
+    """`embedding.keep_vectors`: the same corpus in a new database (a replica, a fresh reseed)
+    is indexed without running the model; a changed page meets the model for its new text only,
+    and what a search returns is the same either way."""
+    import asyncpg
+    from conftest import MIGRATIONS_DIR, _create_database, _drop_database
+
+    from service.db.migrate import migrate_up
+    from service.db.pool import create_pool
+    from service.embedding.vector_cache import VectorCache
+
+    known = VectorCache(tmp_path / "vectors", real_embedder.model_name, real_embedder.dim)
+    first = CountingEmbedder(real_embedder)
+    await insert_docs(pool, DOCS)
+    report = await index_embeddings(pool, first, known=known)
+    assert first.embedded == report.embedded > 0 and report.known == 0
+
+    name = await _create_database(pg_server)
+    try:
+        conn = await asyncpg.connect(pg_server.dsn(name))
+        try:
+            await migrate_up(conn, MIGRATIONS_DIR)
+        finally:
+            await conn.close()
+        other = await create_pool(pg_server.dsn(name), min_size=1, max_size=2)
+        try:
+            edited = [DOCS[0], DOCS[1], Document(**{**msgspec.structs.asdict(DOCS[2]),
+                                                    "content": DOCS[2].content + "\nIt keeps a timestamp.\n",
+                                                    "content_hash": "c2"})]
+            await insert_docs(other, edited)
+            second = CountingEmbedder(real_embedder)
+            again = await index_embeddings(other, second, known=known)
+            # Only Quick Capture's changed chunk met the model; every other vector came from the cache.
+            assert again.embedded == report.embedded and second.embedded == 1 and again.known == report.embedded - 1
+            query = real_embedder.embed_query("pin a note at the top")
+            found = [await semantic_search(db, query, real_embedder.model_name, real_embedder.dim, top_k=3)
+                     for db in (pool, other)]
+            assert found[0] and [(h.doc_slug, h.chunk_index, round(h.similarity, 5)) for h in found[0]] == \
+                [(h.doc_slug, h.chunk_index, round(h.similarity, 5)) for h in found[1]]
+        finally:
+            await other.close()
+    finally:
+        await _drop_database(pg_server, name)
