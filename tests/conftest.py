@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -49,6 +50,9 @@ from service.settings import PROJECT_ROOT
 # One ONNX export for the whole run, shared by every temporary data directory
 # (and by the servers tests start as subprocesses, which inherit it).
 os.environ.setdefault("EMBEDDING_CACHE_DIR", str(PROJECT_ROOT / ".cache" / "models"))
+# Document vectors kept for this session only (embedding.keep_vectors): every corpus is embedded
+# once per session, however many apps and servers seed it, and never taken from an earlier run.
+os.environ.setdefault("EMBEDDING_VECTORS_DIR", tempfile.mkdtemp(prefix="test-vectors-"))
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 FIXTURE_SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 TEMPLATE_DB = "test_template_vector"

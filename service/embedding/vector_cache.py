@@ -3,7 +3,7 @@ per machine: a new database (a replica, a reseed into a fresh one, a test's own 
 every vector whose input it has seen, and only new or changed text meets the model.
 
 One SQLite file (Python's own sqlite3: one file, safe between processes, nothing to run) per
-model and dimension under the model cache (`onnx_cache_dir(...) / "vectors"`). A key is the
+model and dimension in EMBEDDING_VECTORS_DIR, else under the model cache (`onnx_cache_dir(...) / "vectors"`). A key is the
 representation's `input_hash` (its kind, heading context, text and the input format's
 version), so a renamed heading or a new input format is a miss, never a stale hit. Only the
 local model's vectors are kept: an embedding server's are checked against it by its probe, not
@@ -13,8 +13,9 @@ vector by vector.
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,12 @@ class VectorCache:
             conn.close()
 
 
-def known_vectors(model_cache_dir: Path, model: str, dim: int, enabled: bool) -> VectorCache | None:
-    """The cache for a model's vectors beside its exported graph (`embedding.keep_vectors`)."""
-    return VectorCache(model_cache_dir / "vectors", model, dim) if enabled else None
+def known_vectors(
+    model_cache_dir: Path, model: str, dim: int, enabled: bool, env: Mapping[str, str] | None = None,
+) -> VectorCache | None:
+    """The cache for a model's vectors (`embedding.keep_vectors`): in EMBEDDING_VECTORS_DIR, else
+    beside the model's exported graph."""
+    if not enabled:
+        return None
+    configured = (os.environ if env is None else env).get("EMBEDDING_VECTORS_DIR", "").strip()
+    return VectorCache(Path(configured).expanduser() if configured else model_cache_dir / "vectors", model, dim)
