@@ -58,9 +58,8 @@ class VectorCache:
                 part = list(keys[start : start + LOOKUP_CHUNK])
                 marks = ",".join("?" * len(part))
                 for key, blob in conn.execute(f"select input_hash, vector from vectors where input_hash in ({marks})", part):
-                    vector = np.frombuffer(blob, dtype=np.float32)
-                    if vector.shape == (self.dim,):  # a damaged row is a miss, never a wrong vector
-                        found[key] = vector
+                    if isinstance(blob, bytes) and len(blob) == 4 * self.dim:  # a damaged row is a miss
+                        found[key] = np.frombuffer(blob, dtype=np.float32)
         finally:
             conn.close()
         return found

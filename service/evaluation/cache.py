@@ -1,15 +1,14 @@
-"""On-disk embedding cache keyed by (model, content hash): a second run does not re-embed.
+"""Embedding cache for the evaluations, keyed by (model, exact input): a second run does not re-embed.
 
-Layout: `<root>/<model>/<hash[:2]>/<hash>.npy`, one float32 vector per input,
-where hash = sha256 of the exact model input (context + text). Wraps any
-embedder with `embed_passages` / `embed_query` and stays one, so the service's
-indexer and semantic leg take it unchanged.
+Passages, queries and the plain truncated baseline's inputs, each kind keyed apart (sha256 of
+kind, context and text), in the service's own vector file (`service/embedding/vector_cache.py`).
+Wraps any embedder with `embed_passages` / `embed_query` and stays one, so the service's indexer
+and semantic leg take it unchanged.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,45 +16,36 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from service.embedding.vector_cache import VectorCache
+
 Vector = npt.NDArray[np.float32]
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
-
-
 class VectorStore:
-    def __init__(self, root: Path, model: str) -> None:
-        self.root = root / _safe(model)
+    def __init__(self, root: Path, model: str, dim: int) -> None:
+        self.cache = VectorCache(root, model, dim)
         self.hits = 0
         self.misses = 0
 
-    def _path(self, kind: str, context: str, text: str) -> Path:
-        digest = hashlib.sha256(f"{kind}\x00{context}\x00{text}".encode()).hexdigest()
-        return self.root / digest[:2] / f"{digest}.npy"
+    @staticmethod
+    def key(kind: str, context: str, text: str) -> str:
+        return hashlib.sha256(f"{kind}\x00{context}\x00{text}".encode()).hexdigest()
 
     def get_many(
         self, kind: str, items: Sequence[tuple[str, str]], compute: Callable[[list[tuple[str, str]]], Any]
     ) -> npt.NDArray[np.float32]:
-        paths = [self._path(kind, c, t) for c, t in items]
-        found: dict[int, Vector] = {}
-        for i, path in enumerate(paths):
-            if path.is_file():
-                found[i] = np.load(path)
-        missing = [i for i in range(len(items)) if i not in found]
-        self.hits += len(found)
+        keys = [self.key(kind, c, t) for c, t in items]
+        found = self.cache.get(keys)
+        missing = [i for i, key in enumerate(keys) if key not in found]
+        self.hits += len(items) - len(missing)
         self.misses += len(missing)
         if missing:
             vectors = np.asarray(compute([items[i] for i in missing]), dtype=np.float32)
-            for i, vector in zip(missing, vectors, strict=True):
-                paths[i].parent.mkdir(parents=True, exist_ok=True)
-                tmp = paths[i].with_suffix(".tmp.npy")
-                np.save(tmp, vector)
-                tmp.replace(paths[i])
-                found[i] = vector
+            self.cache.put([keys[i] for i in missing], vectors)
+            found.update((keys[i], v) for i, v in zip(missing, vectors, strict=True))
         if not items:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([found[i] for i in range(len(items))]).astype(np.float32)
+        return np.stack([found[key] for key in keys]).astype(np.float32)
 
 
 class CachedEmbedder:
@@ -65,7 +55,7 @@ class CachedEmbedder:
         self.inner = inner
         self.model_name: str = inner.model_name
         self.dim: int = inner.dim
-        self.store = VectorStore(root, self.model_name)
+        self.store = VectorStore(root, self.model_name, self.dim)
 
     def embed_passages(self, items: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
         if not items:
