@@ -348,3 +348,21 @@ async def dump_tables(pool: asyncpg.Pool[Any]) -> list[str]:
 def table_dump() -> Callable[[asyncpg.Pool[Any]], Awaitable[list[str]]]:
     """`await table_dump(pool)`: all corpus rows (incl. timestamps) as JSON text."""
     return dump_tables
+
+
+# With pytest-xdist (scripts/test.sh runs two workers), every test of one corpus's shared app
+# runs on the same worker, so the app is seeded and embedded by one worker only.
+_SHARED_APPS = {"logseq_client": "logseq", "logseq_dsn": "logseq", "mkdocs_client": "mkdocs"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        label = getattr(item, "operation_label", None)
+        if label and "[" not in item.nodeid:
+            # pytest 9 builds a node id from the function's name and its parametrize ids, so
+            # schemathesis' items (one per operation, no parametrize) would all share one: xdist
+            # would run one operation of all, and reports would not say which one failed.
+            item._id = item._id.with_params(label)
+        groups = {_SHARED_APPS[name] for name in getattr(item, "fixturenames", ()) if name in _SHARED_APPS}
+        if groups:
+            item.add_marker(pytest.mark.xdist_group("+".join(sorted(groups))))
