@@ -25,4 +25,6 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 site_dir="$(mktemp -d)"
 trap 'rm -rf "$site_dir"' EXIT
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site_dir"
-.venv/bin/python -m pytest "$@"
+# Two workers (pytest-xdist): the suite waits on servers, browsers and the database as much as
+# it computes. Tests of one corpus's shared app stay on one worker (tests/conftest.py).
+.venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

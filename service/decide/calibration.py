@@ -7,26 +7,23 @@ is evaluated by hand, which is a dot product and a sigmoid.
 The decision from p (`choose`, then `decide_calibrated`), on the one ranking the response
 shows (sorted by score, best first, one entry per page for the options):
 
-    p < no_match_p, unless the top page holds every query word (all
-      corpus words) or, at phase 3, phase 2 has a plausible answer   → no match
-    the second page is nearly as good (score ≥ ambiguity_ratio × top)
-      and answers another need, and phase 2 would not answer this top page
-                                                                     → clarify between the two
-      (and the third best too when it is as level and answers a need of its own)
-    p ≥ answer_p, or phase 2 would answer with the same top page     → answer; a same-need
-                                                                       second page is named related
+    p < no_match_p                                                   → no match
+    the second page is nearly as good (score ≥ ambiguity_ratio × top) → clarify between the two
+    p ≥ answer_p                                                     → answer
     otherwise                                                        → clarify ("Are you asking about X?")
 
-Phase 3 also sees phase 2's p on its keyword leg (`KeywordVerdict`): it never says no match
-where phase 2 has a plausible answer, and never asks where phase 2 would have answered with
-the same top page.
+Only one of the seed rules' special cases stays in front of it: a query that is a page's
+title answers with that page (`CERTAIN_REASONS`). Every other one was left out because it did
+not pay on six corpora, each left out in turn (docs/quality/cross-corpus.md, "Every rule earns
+its place"): the unknown-word no match, the synonym question, multi-intent answers, a third
+contender, phase 2's verdict at phase 3, the same-need and every-word-found exceptions.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -34,14 +31,12 @@ import msgspec
 
 from service.decide import clarify
 from service.decide.seed_rules import (
-    NAMES_PAGES,
     NAMING_REASONS,
     distinct_documents,
     explain_target,
     option_of,
     pages_by_score,
     ranked_by_score,
-    title_key,
 )
 from service.domain.signals import DecisionSignals, SemanticSignal
 from service.domain.types import (
@@ -89,14 +84,9 @@ CORPUS_SCALED = frozenset({"top_score", "score_gap", "distinct_pages"})
 candidate pages with its size): a portable fit leaves them out, so that it carries to a
 corpus it was not fitted on (leave-one-corpus-out, docs/quality/notes/2026-11-24-calibrated-decision.md)."""
 
-CERTAIN_REASONS = frozenset({"out_of_domain", *NAMING_REASONS, NAMES_PAGES})
-"""Seed-rule decisions the calibrated policy keeps as they are: no threshold is involved, the
-words decide ("send an email": a topic word the corpus never uses while only body text
-matched; "what is home", "advanced queries": the query names a page by its title; "home":
-the corpus's synonyms make it the name of two pages)."""
-
-SEED_LEVEL_REASONS = frozenset({"small_gap", "low_confidence"})
-"""The seed rules' "ask between the two best pages" (small gap in seed points, or low confidence)."""
+CERTAIN_REASONS = NAMING_REASONS
+"""Seed-rule decisions the calibrated policy keeps as they are: the query names a page by its
+title ("what is home", "advanced queries"), so the words decide, not a threshold."""
 
 Action = Literal["no_match", "ambiguous", "answer", "weak"]
 
@@ -159,13 +149,10 @@ def decision_signals(
     semantic: SemanticView | None = None,
     keyword_top: str | None = None,
 ) -> DecisionSignals:
-    """The features, the ranking's pages and whether its two best pages share one need."""
+    """The features and the ranking's pages."""
     pages = distinct_documents(ranked_by_score(results), limit=10)
     return DecisionSignals(
-        features=features_of(query, results, semantic, keyword_top),
-        ranking=tuple(e.doc_slug for e in pages),
-        second_same_need=len(pages) > 1 and same_need(pages[0], pages[1]),
-        third_score_ratio=third_score_ratio(pages),
+        features=features_of(query, results, semantic, keyword_top), ranking=tuple(e.doc_slug for e in pages),
     )
 
 
@@ -296,122 +283,23 @@ def explain(model: PhaseModel, features: Mapping[str, float], p: float, top: int
 
 
 # -- the decision ---------------------------------------------------------------
-class KeywordVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """Phase 2's calibrated view of phase 3's keyword leg, at phase 2's operating point."""
-
-    p: float
-    top_doc: str | None
-    point: DecisionPoint
-
-    @property
-    def plausible(self) -> bool:
-        return self.p >= self.point.no_match_p
-
-    @property
-    def answers(self) -> bool:
-        return self.p >= self.point.answer_p
-
-
-def section_of(evidence: Evidence) -> str:
-    """The heading of the section the evidence comes from, as match keys ("" for a whole page)."""
-    path = evidence.header_path or ""
-    return title_key(path.split(">")[-1]) if path else ""
-
-
-def same_need(a: Evidence, b: Evidence) -> bool:
-    """Two pages answer the same need when their best sections carry the same heading
-    ("Removing a widget" in both Widget Manager and Widget Actions)."""
-    sa, sb = section_of(a), section_of(b)
-    return bool(sa) and sa == sb
-
-
-def words_found(features: Mapping[str, float]) -> bool:
-    """Every content word of the query is a corpus word and the top page holds them all."""
-    return features["tokens"] > 0 and features["unknown_share"] == 0 and features["matched_share"] >= 1
-
-
-def choose(
-    p: float,
-    *,
-    score_ratio: float,
-    has_second: bool,
-    second_same_need: bool,
-    point: DecisionPoint,
-    keyword: KeywordVerdict | None = None,
-    top_doc: str | None = None,
-    found: bool = False,
-) -> Action:
-    """The rule table in the module docstring, on plain numbers (the fit replays it).
-    `found` (`words_found`): the documentation uses every word of the query, on one page, so
-    a low p means "not sure which page", never "not covered": it asks instead of no match."""
-    phase2_plausible = keyword is not None and keyword.plausible
-    phase2_answers_same = keyword is not None and keyword.answers and keyword.top_doc == top_doc
-    if p < point.no_match_p and not phase2_plausible and not found:
+def choose(p: float, *, score_ratio: float, has_second: bool, point: DecisionPoint) -> Action:
+    """The rule table in the module docstring, on plain numbers (the fit replays it)."""
+    if p < point.no_match_p:
         return "no_match"
-    close = has_second and score_ratio >= point.ambiguity_ratio
-    if close and not second_same_need and not phase2_answers_same:
+    if has_second and score_ratio >= point.ambiguity_ratio:
         return "ambiguous"
-    if p >= point.answer_p or phase2_answers_same:
-        return "answer"
-    return "weak"
-
-
-def multi_intent_pages(
-    model: PhaseModel, point: DecisionPoint, pages: Sequence[str], parts: Sequence[DecisionSignals]
-) -> tuple[str, ...] | None:
-    """A multi-intent answer's pages, the sure ones first, when it stands; else None (the
-    whole query is decided as one).  It stands when each page is
-    - sure: the top page of a part searched alone, with p ≥ answer_p for that part, or
-    - one of the two best pages of a part the seed rules find level between them ("open notes":
-      Navigator or Note Actions, `SEED_LEVEL_REASONS`): the topic is clear, the page is not,
-      and the reply asks which one to go deeper on anyway,
-    and at least one page is sure (it leads the answer)."""
-    sure = {part.ranking[0] for part in parts if part.ranking and probability(model, part.features) >= point.answer_p}
-    level = {page for part in parts if part.keyword_reason in SEED_LEVEL_REASONS for page in part.ranking[:2]}
-    if not pages or not sure.intersection(pages) or not all(page in sure or page in level for page in pages):
-        return None
-    return tuple(sorted(pages, key=lambda page: page not in sure))
-
-
-def order_of(pages: Sequence[str]) -> Callable[[str], int]:
-    """Sort key putting slugs in the order of `pages`, any other slug after them (a stable
-    sort keeps those as they were): how a multi-intent answer's sure pages come first."""
-    rank = {slug: i for i, slug in enumerate(pages)}
-    return lambda slug: rank.get(slug, len(rank))
+    return "answer" if p >= point.answer_p else "weak"
 
 
 def _with_line(e: Evidence, line: str) -> Evidence:
     return msgspec.structs.replace(e, match_explain=(*e.match_explain, line))
 
 
-def third_score_ratio(pages: Sequence[Evidence]) -> float:
-    """The third best page's score over the best's, or 0 when there is none or it answers the
-    need of one of the two best (it could not be a third choice of its own)."""
-    if len(pages) < 3 or pages[0].score <= 0:
-        return 0.0
-    top, second, third = pages[:3]
-    if same_need(third, top) or same_need(third, second):
-        return 0.0
-    return third.score / top.score
-
-
-def third_joins_question(ratio: float, point: DecisionPoint) -> bool:
-    """A question between two pages takes the third best in too when it is as level with the
-    best as the question asks of the second (`ambiguity_ratio`; `ratio`: `third_score_ratio`)."""
-    return ratio > 0 and ratio >= point.ambiguity_ratio
-
-
 def decide_calibrated(
-    results: Sequence[Evidence],
-    query: NormalizedQuery,
-    p: float,
-    why: str,
-    point: DecisionPoint,
-    *,
-    keyword: KeywordVerdict | None = None,
-    found: bool = False,
+    results: Sequence[Evidence], query: NormalizedQuery, p: float, why: str, point: DecisionPoint,
 ) -> Decision:
-    """Answer / clarify / no match from p, on `results` sorted by score (`found`: `words_found`)."""
+    """Answer / clarify / no match from p, on `results` sorted by score."""
     ranked = ranked_by_score(results)
     pages = distinct_documents(ranked, limit=3)
     conf = round(p, 4)
@@ -420,24 +308,16 @@ def decide_calibrated(
     top = pages[0]
     second = pages[1] if len(pages) > 1 else None
     ratio = second.score / top.score if second else 0.0
-    related = second is not None and same_need(top, second)
-    action = choose(
-        p, score_ratio=ratio, has_second=second is not None, second_same_need=related,
-        point=point, keyword=keyword, top_doc=top.doc_slug, found=found,
-    )
+    action = choose(p, score_ratio=ratio, has_second=second is not None, point=point)
     ranked[0] = _with_line(ranked[0], why)
     if action == "no_match":
         return NoMatch(message=clarify.NO_MATCH, reason="calibrated_no_match", confidence=conf)
     if action == "ambiguous" and second is not None:
-        third = pages[2] if third_joins_question(third_score_ratio(pages), point) else None
-        asked = (top, second) if third is None else (top, second, third)
         return Clarify(
-            results=tuple(ranked), confidence=conf, message=clarify.ambiguous(top, second, third),
-            options=tuple(option_of(e) for e in asked), reason="calibrated_ambiguous",
+            results=tuple(ranked), confidence=conf, message=clarify.ambiguous(top, second),
+            options=(option_of(top), option_of(second)), reason="calibrated_ambiguous",
         )
     if action == "answer":
-        if second is not None and related and ratio >= point.ambiguity_ratio:
-            ranked[0] = _with_line(ranked[0], f"related: {second.title} ({second.header_path})")
         return Answer(results=tuple(ranked), confidence=conf, reason="calibrated")
     options: tuple[Option, ...]
     if second is None:

@@ -6,12 +6,12 @@ Tiers retrieve (service/tiers.py); the `Decider` decides, for every phase and bo
   `seed_rules`, the seed plan's rules (`seed_rules.py`, and `seed_rules_phase3.py` at phase 3),
   or `calibrated`, P(top page right) from the fitted model (`calibration.py`) when a fit
   applies to the served pages (the corpus's own, else the portable one), else the seed rules;
-- **multi-intent** messages: each part's own keyword ranking, two strong distinct pages →
-  both (`seed_rules.decide_multi_intent`; under `calibrated` the sure ones first, or none);
-- **the reasons a policy keeps**: the calibrated policy keeps the seed rules' decisions that
-  no threshold makes (`CERTAIN_REASONS`: out of domain, the query names a page or two);
-- **phase 2's view of phase 3's keyword leg**: phase 3 decides with the seed rules' verdict
-  on its keyword leg, and under `calibrated` with phase 2's p on it (`KeywordVerdict`).
+- **multi-intent** messages under the seed rules: each part's own keyword ranking, two strong
+  distinct pages → both (`seed_rules.decide_multi_intent`); the calibrated policy decides the
+  message as one query (the split did not pay on six corpora: docs/quality/cross-corpus.md);
+- **the reasons a policy keeps**: the calibrated policy keeps the seed rules' answer when the
+  query names a page by its title (`CERTAIN_REASONS`), the one special rule that paid;
+- **phase 3's keyword leg**: under the seed rules, phase 3 decides with their verdict on it.
 
 `replayed_status` is the same routing on recorded signals: `fit-decisions` replays it over a
 grid of operating points without running the service again; a test holds the two equal.
@@ -33,22 +33,15 @@ from service.decide.calibration import (
     CERTAIN_REASONS,
     CalibrationError,
     CalibrationModel,
-    KeywordVerdict,
     SemanticView,
     choose,
     decide_calibrated,
     decision_signals,
     explain,
-    features_of,
     load_model,
-    multi_intent_pages,
-    order_of,
     probability,
-    third_joins_question,
-    words_found,
 )
 from service.decide.seed_rules import (
-    NAMES_PAGES,
     NAMING_REASONS,
     decide,
     decide_multi_intent,
@@ -204,23 +197,15 @@ class Decider:
         thresholds = flags.phases.for_phase(phase)
         seed = decide(ranking, query, thresholds, is_stub=candidates.is_stub)
         signals = msgspec.structs.replace(decision_signals(query, ranking), keyword_reason=seed.reason)
+        if model is not None:
+            if seed.reason in CERTAIN_REASONS:
+                return Decided(seed, signals)
+            return Decided(_calibrated(model, flags.decision, phase, query, ranking, signals.features), signals)
         if query.is_multi_intent:
-            signals = msgspec.structs.replace(signals, parts=tuple(
-                _part_signals(_part_query(query, tokens), list(part), flags, phase)
-                for tokens, part in zip(query.parts, candidates.parts, strict=True)
-            ))
             multi = decide_multi_intent([list(p) for p in candidates.parts], query, thresholds)
             if multi is not None:
                 # The parts' pages with their evidence from the whole query's ranking: one scale.
-                multi = multi_intent_on(ranking, multi)
-            if multi is not None and model is not None:
-                # Sure pages first among the options, in the order the answer shows its pages
-                # (as fit-decisions replays it: `replayed_status`).
-                multi = sure_first(model, flags.decision, phase, multi, signals)
-            if multi is not None:
-                return Decided(multi, signals)
-        if model is not None and seed.reason not in CERTAIN_REASONS:
-            return Decided(_calibrated(model, flags.decision, phase, query, ranking, signals.features), signals)
+                return Decided(multi_intent_on(ranking, multi), signals)
         return Decided(seed, signals)
 
     def _phase3(
@@ -234,23 +219,16 @@ class Decider:
         view = SemanticView(signal=candidates.semantic, pages=dict(candidates.page_similarity)) \
             if candidates.semantic is not None else None
         signals = msgspec.structs.replace(
-            decision_signals(query, fused, view, top_page(keyword)),
-            parts=on_keyword.signals.parts, keyword_reason=on_keyword.signals.keyword_reason,
+            decision_signals(query, fused, view, top_page(keyword)), keyword_reason=on_keyword.signals.keyword_reason,
             semantic_ranking=tuple(sorted(candidates.page_similarity, key=lambda s: -candidates.page_similarity[s])[:10]),
         )
         seed_keyword = on_keyword.decision
         decision: Decision
-        if (
-            isinstance(seed_keyword, Answer) and seed_keyword.reason == "multi_intent"
-            and (model is None or sure_first(model, flags.decision, 2, seed_keyword, on_keyword.signals) is not None)
-        ):
-            # Multi-intent stays (its parts are keyword searches: phase 2's model judges them),
-            # with phase 3's scores: one scale for every phase-3 result.
+        if model is not None and signals.keyword_reason not in CERTAIN_REASONS:
+            decision = _calibrated(model, flags.decision, 3, query, fused, signals.features)
+        elif model is None and isinstance(seed_keyword, Answer) and seed_keyword.reason == "multi_intent":
+            # Multi-intent stays, with phase 3's scores: one scale for every phase-3 result.
             decision = multi_intent_on(fused, seed_keyword)
-        elif model is not None and signals.keyword_reason == "out_of_domain":
-            decision = NoMatch(message=clarify.NO_MATCH, reason="out_of_domain")
-        elif model is not None and signals.keyword_reason not in CERTAIN_REASONS:
-            decision = _calibrated(model, flags.decision, 3, query, fused, signals.features, keyword=keyword)
         else:
             assert candidates.semantic is not None
             decision = decide_hybrid(fused, seed_keyword, candidates.semantic, query, flags.semantic)
@@ -263,14 +241,6 @@ def top_page(ranking: Sequence[Evidence]) -> str | None:
     return pages[0].doc_slug if pages else None
 
 
-def keyword_verdict(
-    model: CalibrationModel, flags: DecisionFlags, query: NormalizedQuery, keyword: Sequence[Evidence]
-) -> KeywordVerdict:
-    """Phase 2's p on phase 3's keyword leg (the same ranking phase 2 decides on)."""
-    p = probability(model.phases["2"], features_of(query, keyword))
-    return KeywordVerdict(p=p, top_doc=top_page(keyword), point=flags.at(2))
-
-
 def _calibrated(
     model: CalibrationModel,
     flags: DecisionFlags,
@@ -278,17 +248,11 @@ def _calibrated(
     query: NormalizedQuery,
     ranking: Sequence[Evidence],
     signals: dict[str, float],
-    *,
-    keyword: Sequence[Evidence] | None = None,
 ) -> Decision:
     """`signals`: `features_of` the same ranking."""
     phase_model = model.phases[str(phase)]
     p = probability(phase_model, signals)
-    verdict = keyword_verdict(model, flags, query, keyword) if keyword is not None and phase == 3 else None
-    return decide_calibrated(
-        ranking, query, p, explain(phase_model, signals, p), flags.at(phase), keyword=verdict,
-        found=words_found(signals),
-    )
+    return decide_calibrated(ranking, query, p, explain(phase_model, signals, p), flags.at(phase))
 
 
 def multi_intent_on(ranking: Sequence[Evidence], multi: Answer) -> Answer:
@@ -299,32 +263,6 @@ def multi_intent_on(ranking: Sequence[Evidence], multi: Answer) -> Answer:
     if any(e.doc_slug not in best for e in multi.results):
         return multi  # a page only a part's own search found: keep its scale whole
     return msgspec.structs.replace(multi, results=tuple(ranked_by_score(results)))
-
-
-def sure_first(
-    model: CalibrationModel, flags: DecisionFlags, phase: int, multi: Answer, signals: DecisionSignals
-) -> Answer | None:
-    """The multi-intent answer with the pages its parts are sure of first among its options (its
-    results stay in the order of their scores), or None when it does not stand under the
-    calibrated check (`calibration.multi_intent_pages`)."""
-    order = multi_intent_pages(
-        model.phases[str(phase)], flags.at(phase), [e.doc_slug for e in multi.results], signals.parts,
-    )
-    if order is None:
-        return None
-    place = order_of(order)  # the results stay in the order of their scores
-    return msgspec.structs.replace(multi, options=tuple(sorted(multi.options, key=lambda o: place(o.doc_slug))))
-
-
-def _part_query(query: NormalizedQuery, tokens: tuple[str, ...]) -> NormalizedQuery:
-    """One part of a multi-intent query as a query of its own (for its decision signals)."""
-    return msgspec.structs.replace(query, tokens=tokens, phrase=" ".join(tokens), parts=(), is_multi_intent=False)
-
-
-def _part_signals(query: NormalizedQuery, ranking: list[Evidence], flags: Flags, phase: int) -> DecisionSignals:
-    """A multi-intent part's signals, with the seed rules' reason on its ranking."""
-    reason = decide(ranking, query, flags.phases.for_phase(phase)).reason
-    return msgspec.structs.replace(decision_signals(query, ranking), keyword_reason=reason)
 
 
 # -- the same routing on recorded signals (fit-decisions' grid) -----------------------------------
@@ -345,62 +283,29 @@ class RecordedRun(Protocol):
     @property
     def features(self) -> dict[str, float]: ...
     @property
-    def second_same_need(self) -> bool: ...
-    @property
-    def third_score_ratio(self) -> float: ...
-    @property
     def keyword_reason(self) -> str: ...
 
 
 RULES: dict[str, str] = {
     "named_page": "a query that is a page's title answers with that page ('what is X', 'advanced queries')",
-    "synonym_named_pages": "a query the corpus's synonyms make the title of two pages asks between them",
-    "out_of_domain_words": "a word the corpus never uses while only body text matched: no match",
-    "multi_intent": "two needs in one message, each a sure page: both pages",
-    "third_contender": "a third page as level as the second joins the question",
-    "phase2_verdict": "phase 3 also reads phase 2's p on its keyword leg",
-    "same_need": "a second page under the same heading is named related, not asked about",
-    "words_found": "a query whose every word is on the top page is asked about, never declined",
 }
 """The calibrated policy's special rules by name: `replayed_status(without=…)` replays the
-decision without them (the ablation, `eval-decisions --cross-corpus`)."""
+decision without them (the ablation, `eval-decisions --cross-corpus --ablation`)."""
 
 
 def replayed_status(
-    run: RecordedRun, p: float, point: DecisionPoint, keyword: KeywordVerdict | None,
-    multi: Sequence[str] | None = (), *, without: frozenset[str] = frozenset(),
+    run: RecordedRun, p: float, point: DecisionPoint, *, without: frozenset[str] = frozenset(),
 ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """(status, shown pages, options) the calibrated policy gives a seed-rules run's signals at
-    `p` and `point`: `Decider` routing, on numbers. `multi`: a multi-intent answer's pages in
-    the calibrated order (`multi_intent_pages`; empty: as shown), None when it does not stand.
-    `without`: `RULES` left out."""
-    if run.reason == "multi_intent" and multi is not None and "multi_intent" not in without:
-        place = order_of(multi)  # sure pages first among the options; results keep their scores' order
-        return run.status, run.shown, tuple(sorted(run.options, key=place))
-    kept = run.reason != "multi_intent"
-    if kept and run.keyword_reason == "out_of_domain" and "out_of_domain_words" not in without:
-        return "no_match", (), ()
-    if kept and run.keyword_reason in NAMING_REASONS and "named_page" not in without:
+    `p` and `point`: `Decider` routing, on numbers. `without`: `RULES` left out."""
+    if run.keyword_reason in NAMING_REASONS and "named_page" not in without:
         return "answer", run.shown, ()  # the seed rules' answer: the named page first
-    if kept and run.keyword_reason == NAMES_PAGES and "synonym_named_pages" not in without:
-        return "clarify", run.shown, run.options  # the seed rules' question between the named pages
     f = run.features
     ranked = run.ranked
     if not ranked or f["top_score"] <= 0 or f["tokens"] == 0:
         return "no_match", (), ()
-    action = choose(
-        p, score_ratio=f["score_ratio"], has_second=len(ranked) > 1,
-        second_same_need=run.second_same_need and "same_need" not in without, point=point,
-        keyword=None if "phase2_verdict" in without else keyword, top_doc=ranked[0],
-        found=words_found(f) and "words_found" not in without,
-    )
+    action = choose(p, score_ratio=f["score_ratio"], has_second=len(ranked) > 1, point=point)
     if action == "no_match":
         return "no_match", (), ()
-    if action == "ambiguous":
-        third = "third_contender" not in without and third_joins_question(run.third_score_ratio, point)
-        options = ranked[:3] if third else ranked[:2]
-    elif action == "weak":
-        options = ranked[:3]
-    else:
-        options = ()
+    options = ranked[:2] if action == "ambiguous" else ranked[:3] if action == "weak" else ()
     return ("answer" if action == "answer" else "clarify"), ranked, options

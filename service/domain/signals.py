@@ -20,14 +20,8 @@ class DecisionSignals(Base, frozen=True):
     """`decide.calibration.FEATURES` of the ranking."""
     ranking: tuple[str, ...]
     """Distinct pages by score, best first (at most 10)."""
-    second_same_need: bool = False
-    """The two best pages' sections carry the same heading (one need, two pages)."""
-    third_score_ratio: float = 0.0
-    """The third best page's score over the best's; 0 when it shares a need with either of them."""
     keyword_reason: str = ""
     """The seed rules' reason on the keyword ranking (phase 3: on its keyword leg)."""
-    parts: tuple[DecisionSignals, ...] = ()
-    """A multi-intent query's parts, each searched alone (phases 1-2 and phase 3's keyword leg)."""
     semantic_ranking: tuple[str, ...] = ()
     """Phase 3: the semantic leg alone, pages by their best chunk's cosine (at most 10); what the
     fusion is measured against (`eval-decisions --cross-corpus`)."""

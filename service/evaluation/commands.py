@@ -176,6 +176,7 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
         ablation_markdown,
         leave_one_out,
         markdown,
+        split_totals,
         write,
     )
 
@@ -208,6 +209,9 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     table = leave_one_out(corpora, fits, phase)
     print(f"## Leave-one-corpus-out, test splits, phase {phase}\n")
     print(markdown(table))
+    pooled = {split: split_totals(corpora, fits, split, phase) for split in ("dev", "test")}
+    print("\ncalibrated, pooled: " + "; ".join(
+        f"{split} right {t['right']}/{t['cases']}, wrong {t['wrong']}/{t['answers']} answers" for split, t in pooled.items()))
     ablated = None
     if args.ablation:
         from service.decide.decider import RULES
@@ -217,7 +221,7 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
         print(ablation_markdown(ablated))
     if args.json is not None:
         write(args.json, table, {"phase": phase, "query_sets": [str(q) for q in query_sets],
-                                 "max_wrong": args.max_wrong, "ablation": ablated,
+                                 "max_wrong": args.max_wrong, "pooled": pooled, "ablation": ablated,
                                  "fits": {name: msgspec.to_builtins(m) for name, m in fits.items()}})
         say(f"wrote {args.json}")
     return 0

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.decide.calibration import CalibrationModel, multi_intent_pages
+from service.decide.calibration import CalibrationModel
 from service.decide.decider import replayed_status
 from service.evaluation.decision_metrics import CaseRun, right_outcome, top_is_right
 from service.evaluation.labelled import LabelledQuery
@@ -112,25 +112,13 @@ def tally(
 
 
 def replay_calibrated(
-    model: CalibrationModel, run: CaseRun, phase2: CaseRun | None, without: frozenset[str] = frozenset(),
+    model: CalibrationModel, run: CaseRun, without: frozenset[str] = frozenset(),
 ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """What `decision.policy: calibrated` with `model` (and its own points) decides on a seed-rules run."""
-    from service.decide.calibration import KeywordVerdict, probability
     from service.evaluation.decisions import calibrated_p
 
-    points = model.points(DecisionFlags())
-    point = points.at(run.phase)
-    part_phase = 2 if run.phase == 3 else run.phase
-    multi: tuple[str, ...] | None = ()
-    if run.reason == "multi_intent":
-        multi = multi_intent_pages(model.phases[str(part_phase)], points.at(part_phase), run.shown, run.parts)
-        if run.phase == 3 and multi:
-            multi = ()  # phase 3 keeps the fused order
-    verdict = None
-    if run.phase == 3 and phase2 is not None:
-        verdict = KeywordVerdict(p=probability(model.phases["2"], phase2.features),
-                                 top_doc=phase2.ranked[0] if phase2.ranked else None, point=points.at(2))
-    return replayed_status(run, calibrated_p(model, run), point, verdict, multi, without=without)
+    point = model.points(DecisionFlags()).at(run.phase)
+    return replayed_status(run, calibrated_p(model, run), point, without=without)
 
 
 def leave_one_out(
@@ -150,7 +138,7 @@ def leave_one_out(
             phase2 = by_key.get((case.id, 2))
             keyword_ranked = phase2.ranked if phase2 is not None else ()
             totals[POLICIES[0]].add(tally(case, run, run.status, run.shown, run.options, keyword_ranked))
-            status, shown, options = replay_calibrated(fit_without[corpus.name], run, phase2)
+            status, shown, options = replay_calibrated(fit_without[corpus.name], run)
             totals[POLICIES[1]].add(tally(case, run, status, shown, options, keyword_ranked))
         for policy in POLICIES:
             table[policy][corpus.name] = totals[policy].row()
@@ -186,6 +174,25 @@ def write(path: Path, table: dict[str, dict[str, dict[str, float | int | None]]]
     path.write_text(json.dumps({**meta, "table": table}, indent=2) + "\n", encoding="utf-8")
 
 
+def split_totals(
+    corpora: Sequence[CorpusRuns], fits: Mapping[str, CalibrationModel], split: str, phase: int = 3,
+    without: frozenset[str] = frozenset(),
+) -> dict[str, int]:
+    """Pooled right outcomes and wrong answers of the calibrated policy on one split, every corpus
+    decided by the fit made without it: what an ablation compares (a ranking rule is left out by
+    collecting the runs with its flag off, a decision rule by `without`)."""
+    total = Tally()
+    for corpus in corpora:
+        by_key = {(r.case_id, r.phase): r for r in corpus.runs if r.policy == "seed_rules"}
+        for case in corpus.cases:
+            run = by_key.get((case.id, phase))
+            if case.split != split or run is None:
+                continue
+            status, shown, options = replay_calibrated(fits[corpus.name], run, without)
+            total.add(tally(case, run, status, shown, options))
+    return {"cases": total.cases, "right": total.right, "wrong": total.wrong, "answers": total.answers}
+
+
 def ablation(
     corpora: Sequence[CorpusRuns], fits: Mapping[str, Mapping[str, CalibrationModel]], phase: int = 3,
 ) -> dict[str, dict[str, object]]:
@@ -200,20 +207,7 @@ def ablation(
     out: dict[str, dict[str, object]] = {}
     for rule in ("none", *RULES):
         without = frozenset() if rule == "none" else frozenset({rule})
-        row: dict[str, object] = {}
-        for split in ("dev", "test"):
-            total = Tally()
-            for corpus in corpora:
-                by_key = {(r.case_id, r.phase): r for r in corpus.runs if r.policy == "seed_rules"}
-                for case in corpus.cases:
-                    run = by_key.get((case.id, phase))
-                    if case.split != split or run is None:
-                        continue
-                    status, shown, options = replay_calibrated(fits[rule][corpus.name], run,
-                                                               by_key.get((case.id, 2)), without)
-                    total.add(tally(case, run, status, shown, options))
-            row[split] = {"cases": total.cases, "right": total.right, "wrong": total.wrong, "answers": total.answers}
-        out[rule] = row
+        out[rule] = {split: split_totals(corpora, fits[rule], split, phase, without) for split in ("dev", "test")}
     base = out["none"]
     for rule, row in out.items():
         if rule == "none":

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import msgspec
 
-from service.domain.signals import DecisionSignals
 from service.evaluation.labelled import KINDS, LabelledQuery
 
 DECISIONS: tuple[str, ...] = ("answer", "clarify", "no_match")
@@ -46,11 +45,7 @@ class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
     """Distinct pages of the ranking by score, best first (up to 10)."""
     options: tuple[str, ...]
     features: dict[str, float]
-    second_same_need: bool = False
-    third_score_ratio: float = 0.0
     keyword_reason: str = ""
-    parts: tuple[DecisionSignals, ...] = ()
-    """A multi-intent query's parts' signals (`DecisionSignals.parts`)."""
     answered_phase: int = 0
     """The phase that produced the response (lower when a tier fell back)."""
     semantic_ranked: tuple[str, ...] = ()

@@ -39,9 +39,7 @@ from service.decide.calibration import (
     FEATURES,
     MODEL_FORMAT,
     CalibrationModel,
-    KeywordVerdict,
     corpus_fingerprint,
-    multi_intent_pages,
     pages_fingerprint,
     probability,
 )
@@ -56,10 +54,10 @@ from service.evaluation.decision_metrics import (
     risk_coverage,
     top_is_right,
 )
-from service.evaluation.grid_replay import GridReplay, Group, Multi, cell, groups_of
+from service.evaluation.grid_replay import GridReplay, Group, groups_of
 from service.evaluation.harness import database_name, load_cached_embedder, prepare_database, say
 from service.evaluation.labelled import SPLITS, LabelledQuery
-from service.flags import DecisionPoint, Flags, TimeoutFlags, load_flags
+from service.flags import Flags, TimeoutFlags, load_flags
 from service.settings import Settings
 
 PHASES = (1, 2, 3)
@@ -83,9 +81,6 @@ async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int,
         shown=_pages([e.doc_slug for e in outcome.results]), options=tuple(o.doc_slug for o in outcome.options),
         ranked=signals.ranking if signals is not None else (),
         features=dict(signals.features) if signals is not None else dict.fromkeys(FEATURES, 0.0),
-        second_same_need=signals.second_same_need if signals is not None else False,
-        third_score_ratio=signals.third_score_ratio if signals is not None else 0.0,
-        parts=signals.parts if signals is not None else (),
         keyword_reason=signals.keyword_reason if signals is not None else "",
         answered_phase=outcome.phase,
         semantic_ranked=signals.semantic_ranking if signals is not None else (),
@@ -233,21 +228,15 @@ def fit(
         library=f"scikit-learn {sklearn.__version__}", query_set=query_set,
         fitted_at=stamp.isoformat(timespec="seconds"),
     )
-    by_key = {(r.case_id, r.phase): r for r in dev}
     grid = (*ANSWER_GRID, *NO_MATCH_GRID)
     chosen: dict[int, Choice] = {}
-    for phase in PHASES:  # in order: phase 3's keyword verdict uses phase 2's point
+    for phase in PHASES:
         mine = [r for r in dev if r.phase == phase]
         # Every repeat's held-out p, counts pooled: the point must hold whichever cases a fold held out.
-        fixed: list[Group] = []
-        varying: list[Group] = []
+        groups: list[Group] = []
         for r in mine:
-            multi, depends_on_point = _multi_of(draft, r, chosen)
-            verdicts = [_verdict(by_key, p_of, r, chosen[2].point) if phase == 3 else None for p_of in held_out]
-            found = groups_of(r, by_id[r.case_id], [p_of[(r.case_id, phase)] for p_of in held_out], verdicts,
-                              multi, grid)
-            (varying if depends_on_point else fixed).extend(found)
-        evaluate = GridReplay(fixed, varying, without)
+            groups += groups_of(r, by_id[r.case_id], [p_of[(r.case_id, phase)] for p_of in held_out], grid)
+        evaluate = GridReplay(groups, without)
         chosen[phase] = choose_point(evaluate, max_wrong)
         c = chosen[phase]
         say(f"phase {phase} on dev, held out: {msgspec.to_builtins(c.point)}; wrong answers {c.wrong_rate:.1%}, "
@@ -279,32 +268,6 @@ def merge(collected: Sequence[Collected]) -> Collected:
 
 def _three(values: Sequence[float]) -> tuple[float, float, float]:
     return (values[0], values[1], values[2])
-
-
-def _verdict(
-    by_key: dict[tuple[str, int], CaseRun], p_of: dict[tuple[str, int], float], run: CaseRun, point: DecisionPoint,
-) -> KeywordVerdict | None:
-    """Phase 2's verdict on phase 3's keyword leg (the same case's phase-2 run), its p lowered to
-    the threshold of `point` it reaches (it is only compared with them: see grid_replay)."""
-    if (run.case_id, 2) not in by_key:
-        return None
-    two = by_key[(run.case_id, 2)]
-    p = cell(p_of[(run.case_id, 2)], (point.no_match_p, point.answer_p))
-    return KeywordVerdict(p=p, top_doc=two.ranked[0] if two.ranked else None, point=point)
-
-
-def _multi_of(draft: CalibrationModel, run: CaseRun, chosen: dict[int, Choice]) -> tuple[Multi, bool]:
-    """A run's multi-intent pages as a function of the point tried, and whether they depend on it.
-    Multi-intent parts are keyword searches: phase 3 judges them with phase 2's model and point,
-    and keeps the fused order when they stand (`multi_intent_on`)."""
-    if run.reason != "multi_intent":
-        return (lambda point: ()), False
-    if run.phase == 3:
-        pages = multi_intent_pages(draft.phases["2"], chosen[2].point, run.shown, run.parts)
-        kept: Sequence[str] | None = () if pages else pages
-        return (lambda point: kept), False
-    model = draft.phases[str(run.phase)]
-    return (lambda point: multi_intent_pages(model, point, run.shown, run.parts)), True
 
 
 # -- reporting -----------------------------------------------------------------

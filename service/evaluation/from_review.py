@@ -199,7 +199,7 @@ def held_out_tally(
         if model is None:
             status, shown, options = run.status, run.shown, run.options
         else:
-            status, shown, options = replay_calibrated(model, run, by_key.get((case.id, 2)))
+            status, shown, options = replay_calibrated(model, run)
         counted = tally(case, run, status, shown, options)
         total.add(counted)
         decided[case.id] = Decided(status=status, top=shown[0] if shown and status != "no_match" else None,

@@ -4,28 +4,25 @@ Choosing an operating point replays each dev run once per repeat's held-out p at
 grid points: millions of `replayed_status` calls for a six-corpus fit. Two facts make most of
 them the same call:
 
-- the decision compares p with thresholds only (`calibration.choose`, `KeywordVerdict`), so a
-  p lowered to the largest grid value it reaches (`cell`) decides alike at every point, and
-  repeats whose p share a cell are replayed once and counted for each;
-- the decision sees a point only through four comparisons (`regime`): p ≥ answer_p,
-  p ≥ no_match_p, the second page's score ratio ≥ ambiguity_ratio and the third's. Every
-  point with the same four answers gives the same decision, so each run is replayed once per
-  regime it meets and the counts are looked up after that.
+- the decision compares p with thresholds only (`calibration.choose`), so a p lowered to the
+  largest grid value it reaches (`cell`) decides alike at every point, and repeats whose p
+  share a cell are replayed once and counted for each;
+- the decision sees a point only through three comparisons (`regime`): p ≥ answer_p,
+  p ≥ no_match_p and the second page's score ratio ≥ ambiguity_ratio. Every point with the
+  same three answers gives the same decision, so each run is replayed once per regime it
+  meets and the counts are looked up after that.
 
-A multi-intent run at phases 1-2 is the exception: its pages depend on the point through its
-parts' p (`multi_intent_pages`), so it is replayed at every point.
 `tests/unit/test_grid_replay.py` holds the counts equal to replaying every point.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from service.decide.calibration import KeywordVerdict
 from service.decide.decider import replayed_status
 from service.evaluation.decision_metrics import CaseRun, right_outcome, top_is_right
 from service.evaluation.labelled import LabelledQuery
@@ -33,9 +30,7 @@ from service.flags import DecisionPoint
 
 Counts = tuple[int, int, int, int, int]
 """(right decisions, answers, wrong answers, answerable cases, answered answerable cases)"""
-Multi = Callable[[DecisionPoint], "Sequence[str] | None"]
-"""A run's multi-intent pages at the point tried (`replayed_status`'s `multi`)."""
-REGIMES = 16
+REGIMES = 8
 
 
 def cell(p: float, thresholds: Iterable[float]) -> float:
@@ -46,30 +41,24 @@ def cell(p: float, thresholds: Iterable[float]) -> float:
 
 @dataclass(frozen=True)
 class Group:
-    """One dev run at one (p cell, phase 2's verdict), counted `n` times (the repeats in it)."""
+    """One dev run at one p cell, counted `n` times (the repeats in it)."""
 
     run: CaseRun
     case: LabelledQuery
     p: float
-    verdict: KeywordVerdict | None
     n: int
-    multi: Multi
 
 
-def groups_of(
-    run: CaseRun, case: LabelledQuery, ps: Sequence[float], verdicts: Sequence[KeywordVerdict | None],
-    multi: Multi, grid: Iterable[float],
-) -> list[Group]:
-    """A run's repeats (`ps[i]` with `verdicts[i]`) grouped by their cells."""
+def groups_of(run: CaseRun, case: LabelledQuery, ps: Sequence[float], grid: Iterable[float]) -> list[Group]:
+    """A run's repeats (held-out p of each) grouped by their cells."""
     grid = tuple(grid)
-    cells = Counter((cell(p, grid), verdict) for p, verdict in zip(ps, verdicts, strict=True))
-    return [Group(run=run, case=case, p=p, verdict=verdict, n=n, multi=multi) for (p, verdict), n in cells.items()]
+    cells = Counter(cell(p, grid) for p in ps)
+    return [Group(run=run, case=case, p=p, n=n) for p, n in cells.items()]
 
 
-def counts_of(group: Group, point: DecisionPoint, without: frozenset[str]) -> tuple[int, int, int, int, int]:
+def counts_of(group: Group, point: DecisionPoint, without: frozenset[str]) -> Counts:
     """One replay's counts (not yet times `n`)."""
-    status, shown, options = replayed_status(group.run, group.p, point, group.verdict, group.multi(point),
-                                             without=without)
+    status, shown, options = replayed_status(group.run, group.p, point, without=without)
     answered = status == "answer"
     answerable = group.case.decision == "answer"
     return (int(right_outcome(group.case, status, shown, options)), int(answered),
@@ -77,25 +66,22 @@ def counts_of(group: Group, point: DecisionPoint, without: frozenset[str]) -> tu
 
 
 class GridReplay:
-    """`evaluate(point)` for `calibration_fit.choose_point`: the counts of `groups` at a point.
-    `varying`: the groups whose multi-intent pages depend on the point (replayed every time)."""
+    """`evaluate(point)` for `calibration_fit.choose_point`: the counts of `groups` at a point."""
 
-    def __init__(self, groups: Sequence[Group], varying: Sequence[Group], without: frozenset[str] = frozenset()):
+    def __init__(self, groups: Sequence[Group], without: frozenset[str] = frozenset()):
         self.groups = list(groups)
-        self.varying = list(varying)
         self.without = without
         self.p = np.array([g.p for g in self.groups], dtype=float)
         self.second = np.array([g.run.features["score_ratio"] for g in self.groups], dtype=float)
-        self.third = np.array([g.run.third_score_ratio for g in self.groups], dtype=float)
         self.n = np.array([g.n for g in self.groups], dtype=np.int64)
         self.known = np.zeros((len(self.groups), REGIMES), dtype=bool)
         self.table = np.zeros((len(self.groups), REGIMES, 5), dtype=np.int64)
         self.rows = np.arange(len(self.groups))
 
     def regime(self, point: DecisionPoint) -> np.ndarray:
-        """Each group's four comparisons with the point, as a number 0-15."""
-        code: np.ndarray = (8 * (self.p >= point.answer_p) + 4 * (self.p >= point.no_match_p)
-                            + 2 * (self.second >= point.ambiguity_ratio) + (self.third >= point.ambiguity_ratio))
+        """Each group's three comparisons with the point, as a number 0-7."""
+        code: np.ndarray = (4 * (self.p >= point.answer_p) + 2 * (self.p >= point.no_match_p)
+                            + (self.second >= point.ambiguity_ratio))
         return code
 
     def __call__(self, point: DecisionPoint) -> Counts:
@@ -104,8 +90,6 @@ class GridReplay:
             self.table[i, code[i]] = counts_of(self.groups[i], point, self.without)
             self.known[i, code[i]] = True
         total = (self.table[self.rows, code] * self.n[:, None]).sum(axis=0)
-        for g in self.varying:
-            total += g.n * np.array(counts_of(g, point, self.without), dtype=np.int64)
         right, answers, wrong, answerable, covered = (int(x) for x in total)
         return right, answers, wrong, answerable, covered
 

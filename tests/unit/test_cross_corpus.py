@@ -77,15 +77,16 @@ def test_the_ablation_leaves_each_rule_out_and_keeps_only_those_that_pay() -> No
     corpora = []
     for name in ("a", "b"):
         base = corpus(name)
-        ood = {c.id for c in base.cases if c.kind == "out_of_domain"}
-        # The out-of-domain question holds a word the corpus never uses: the seed rules say so.
-        runs = [r if r.case_id not in ood else msgspec.structs.replace(r, keyword_reason="out_of_domain")
+        question = {c.id for c in base.cases if c.kind == "question"}
+        # The question is the right page's title: the seed rules answered with that page.
+        runs = [r if r.case_id not in question else msgspec.structs.replace(
+                    r, keyword_reason="query_is_title", status="answer", shown=r.ranked)
                 for r in base.runs]
         corpora.append(replace(base, runs=runs))
-    answering = {"a": fit_answering(True), "b": fit_answering(True)}
-    table = ablation(corpora, {rule: answering for rule in ("none", *RULES)})
+    declining = {"a": fit_answering(False), "b": fit_answering(False)}
+    table = ablation(corpora, {rule: declining for rule in ("none", *RULES)})
     assert set(table) == {"none", *RULES}
-    # The answering fits answer an out-of-domain question unless the unknown-word rule declines it.
-    test_base, test_without = table["none"]["test"], table["out_of_domain_words"]["test"]
-    assert isinstance(test_base, dict) and isinstance(test_without, dict)
-    assert test_without["wrong"] == test_base["wrong"] + 2 and test_without["right"] == test_base["right"] - 2
+    # A fit that declines everything says no match to both questions unless the named page answers.
+    base, without = table["none"]["test"], table["named_page"]["test"]
+    assert isinstance(base, dict) and isinstance(without, dict)
+    assert (base["right"], base["answers"], without["right"], without["answers"]) == (4, 2, 2, 0)

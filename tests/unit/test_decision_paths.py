@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from service.decide.calibration import multi_intent_pages
 from service.decide.decider import CALIBRATION_FILE, Decider, load_calibration, replayed_status
 from service.evaluation.decisions import calibrated_p, policy_flags, run_case
 from service.evaluation.labelled import load_query_set
@@ -45,9 +44,7 @@ async def test_the_fit_replay_decides_every_labelled_case_as_the_service_does(ph
     for case in cases:
         seed_run = await run_case(pipeline, policy_flags(flags, "seed_rules"), case, phase, "seed_rules")
         service = await run_case(pipeline, policy_flags(flags, "calibrated"), case, phase, "calibrated")
-        multi = multi_intent_pages(model.phases[str(phase)], point, seed_run.shown, seed_run.parts) \
-            if seed_run.reason == "multi_intent" else ()
-        status, shown, options = replayed_status(seed_run, calibrated_p(model, seed_run), point, None, multi)
+        status, shown, options = replayed_status(seed_run, calibrated_p(model, seed_run), point)
         replayed = (status, shown[:1] if status == "answer" else (), options)
         served = (service.status, service.shown[:1] if service.status == "answer" else (), service.options)
         if replayed != served:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from service.decide.calibration import FEATURES, KeywordVerdict
+from service.decide.calibration import FEATURES
 from service.decide.calibration_fit import AMBIGUITY_GRID, ANSWER_GRID, NO_MATCH_GRID
 from service.decide.decider import RULES
 from service.evaluation.decision_metrics import CaseRun
@@ -32,14 +32,10 @@ def random_groups(rng: random.Random, runs: int) -> list[Group]:
                              decision=decision, pages=() if decision == "no_match" else (rng.choice(PAGES),))
         run = CaseRun(
             case_id=case.id, phase=3, policy="seed_rules", status="answer", reason="confident", shown=ranked,
-            ranked=ranked, options=ranked[:2], features=features, second_same_need=rng.random() < 0.2,
-            third_score_ratio=rng.choice((0.0, 0.8, 0.9, 0.97)),
+            ranked=ranked, options=ranked[:2], features=features,
             keyword_reason=rng.choice(("", "", "", "out_of_domain", "query_is_title", "query_names_pages")),
         )
-        point2 = DecisionPoint(answer_p=0.7, no_match_p=0.2, ambiguity_ratio=0.9)
-        verdicts = [rng.choice((None, KeywordVerdict(p=rng.random(), top_doc=rng.choice(PAGES), point=point2)))
-                    for _ in range(5)]
-        groups += groups_of(run, case, [rng.random() for _ in range(5)], verdicts, lambda point: (), GRID)
+        groups += groups_of(run, case, [rng.random() for _ in range(5)], GRID)
     return groups
 
 
@@ -47,7 +43,7 @@ def test_the_fast_replay_counts_what_replaying_every_point_counts() -> None:
     rng = random.Random(11)
     groups = random_groups(rng, 60)
     for without in (frozenset(), frozenset(RULES)):
-        fast = GridReplay(groups, (), without)
+        fast = GridReplay(groups, without)
         points = [DecisionPoint(answer_p=a, no_match_p=n, ambiguity_ratio=r)
                   for a, n, r in itertools.product(ANSWER_GRID[::3], NO_MATCH_GRID[::3], AMBIGUITY_GRID) if n <= a]
         rng.shuffle(points)  # the memo must not depend on the order points are tried in
@@ -59,6 +55,6 @@ def test_repeats_in_one_grid_cell_are_replayed_once_and_counted_for_each() -> No
     run = CaseRun(case_id="x", phase=1, policy="seed_rules", status="answer", reason="confident", shown=("a",),
                   ranked=("a",), options=(), features=dict.fromkeys(FEATURES, 1.0))
     case = LabelledQuery(id="x", query="q", kind="question", decision="answer", pages=("a",))
-    groups = groups_of(run, case, [0.951, 0.955, 0.99, 0.10], [None] * 4, lambda point: (), GRID)
+    groups = groups_of(run, case, [0.951, 0.955, 0.99, 0.10], GRID)
     assert sorted((g.p, g.n) for g in groups) == [(0.1, 1), (0.94, 2), (0.98, 1)]
     assert cell(0.01, GRID) == -1.0
