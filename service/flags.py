@@ -65,9 +65,6 @@ class RetrievalFlags(_Flags, frozen=True):
     """The largest `top_k` a request may ask for (the API schema publishes it)."""
     max_chunks_per_doc: PositiveInt = 2
     candidate_pool: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
-    stub_page_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.25
-    """A stub page's score (only an include, a directive, links or properties) × this: kept for
-    links and /documents, never the answer or an option on its own; 1: off."""
     release_notes_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.2
     """A release-notes page's score (its headings are versions or dates) × this, unless the query
     asks about a release (scoring/page_priors.py); 1: off. Chosen leave-one-corpus-out
@@ -224,9 +221,6 @@ class FusionFlags(_Flags, frozen=True):
     """Pick weights by query type; off: `weights.default` for every query."""
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 60
     weights: FusionWeights = FusionWeights()
-    short_page_chars: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 150
-    """Pages with less text than this score × (chars / this) ** short_page_power; 0: off."""
-    short_page_power: Annotated[float, msgspec.Meta(ge=0, le=4)] = 0.5
 
 
 class LexicalFlags(_Flags, frozen=True):
@@ -547,8 +541,6 @@ FLAG_MEANINGS: dict[str, str] = {
     "retrieval.max_top_k": "largest top_k a request may ask (published in the OpenAPI schema); <= candidate_pool",
     "retrieval.max_chunks_per_doc": "phase 2+ de-duplication (lifted for multi-intent queries)",
     "retrieval.candidate_pool": "candidates each leg hands to fusion",
-    "retrieval.stub_page_factor": "a stub page's score × this (a page with nothing of its own: an include, a directive, "
-    "links or properties); 1: off",
     "retrieval.release_notes_factor": "a release-notes page's score × this (headings mostly versions or dates), "
     "unless the query asks about a release (a version number, changed, new in, deprecated, upgrade, …); 1: off",
     "retrieval.page_boosts": 'glob on the page slug → its scores × this factor, every phase (as DocSearch\'s '
@@ -577,9 +569,6 @@ FLAG_MEANINGS: dict[str, str] = {
     "fusion.weights.exact": "identifiers, quoted strings",
     "fusion.weights.semantic": "was 0.15/0.85: Cranfield nDCG@10 0.4068 → 0.4160 with 0.3/0.7",
     "fusion.weights.mixed": "neither clearly exact nor a question",
-    "fusion.short_page_chars": "pages with less text than this are discounted; 0 = off "
-    "([note](quality/notes/2026-11-24-short-pages.md))",
-    "fusion.short_page_power": "0.5: a page a quarter as long as short_page_chars scores half",
     "lexical.scorer": "seed | bm25 (BM25F; chosen on [Cranfield](quality/cranfield.md))",
     "lexical.k1": "term-frequency saturation",
     "lexical.b": "length normalisation (0 none .. 1 full)",

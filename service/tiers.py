@@ -56,10 +56,8 @@ Indexes = Callable[[], CorpusIndexes]
 
 
 def stub_pages(indexes: CorpusIndexes, flags: Flags) -> Callable[[str], bool]:
-    """Pages marked stub at seed, or with less text than the fusion's short-page floor
-    (`fusion.short_page_chars`): a query naming one is not answered by its title alone."""
-    floor = flags.fusion.short_page_chars
-    return lambda slug: indexes.is_stub(slug) or indexes.page_chars(slug) < floor
+    """Pages marked stub at seed: a query naming one is not answered by its title alone."""
+    return indexes.is_stub
 
 
 def part_rankings(index: KeywordIndex, ctx: TierContext) -> tuple[list[Evidence], ...]:
@@ -179,7 +177,7 @@ class HybridTier:
         # applies them to the fused scores only), so a decision read off this leg does not bring a
         # release-notes page back. Stubs keep 1 here, as before: at phase 3 a clarification may
         # still offer a stub the user names (Logseq's "Left sidebar", "Android"; golden dialogues).
-        keyword = lowered(candidates.keyword, page_factor(retriever.indexes, flags, ctx.query, stubs=False))
+        keyword = lowered(candidates.keyword, page_factor(retriever.indexes, flags, ctx.query))
         if not ctx.query.is_multi_intent:
             keyword = dedupe_per_document(keyword, flags.retrieval.max_chunks_per_doc)[0]
         page_similarity: dict[str, float] = {}

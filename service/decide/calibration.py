@@ -12,11 +12,11 @@ shows (sorted by score, best first, one entry per page for the options):
     p ≥ answer_p                                                     → answer
     otherwise                                                        → clarify ("Are you asking about X?")
 
-Only one of the seed rules' special cases stays in front of it: a query that is a page's
-title answers with that page (`CERTAIN_REASONS`). Every other one was left out because it did
-not pay on six corpora, each left out in turn (docs/quality/cross-corpus.md, "Every rule earns
-its place"): the unknown-word no match, the synonym question, multi-intent answers, a third
-contender, phase 2's verdict at phase 3, the same-need and every-word-found exceptions.
+No special case stands in front of it. Eight once did (the named page, the unknown-word no
+match, the synonym question, multi-intent answers, a third contender, phase 2's verdict at
+phase 3, the same-need and every-word-found exceptions); each was left out for not paying on six
+corpora, each corpus left out in turn (docs/quality/cross-corpus.md, "Every rule earns its
+place"). The seed rules keep them all.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import msgspec
 
 from service.decide import clarify
 from service.decide.seed_rules import (
-    NAMING_REASONS,
     distinct_documents,
     explain_target,
     option_of,
@@ -83,10 +82,6 @@ CORPUS_SCALED = frozenset({"top_score", "score_gap", "distinct_pages"})
 """Features on the corpus's own scale (BM25F scores grow with its vocabulary, the number of
 candidate pages with its size): a portable fit leaves them out, so that it carries to a
 corpus it was not fitted on (leave-one-corpus-out, docs/quality/notes/2026-11-24-calibrated-decision.md)."""
-
-CERTAIN_REASONS = NAMING_REASONS
-"""Seed-rule decisions the calibrated policy keeps as they are: the query names a page by its
-title ("what is home", "advanced queries"), so the words decide, not a threshold."""
 
 Action = Literal["no_match", "ambiguous", "answer", "weak"]
 

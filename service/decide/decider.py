@@ -9,8 +9,8 @@ Tiers retrieve (service/tiers.py); the `Decider` decides, for every phase and bo
 - **multi-intent** messages under the seed rules: each part's own keyword ranking, two strong
   distinct pages → both (`seed_rules.decide_multi_intent`); the calibrated policy decides the
   message as one query (the split did not pay on six corpora: docs/quality/cross-corpus.md);
-- **the reasons a policy keeps**: the calibrated policy keeps the seed rules' answer when the
-  query names a page by its title (`CERTAIN_REASONS`), the one special rule that paid;
+- **no special cases under `calibrated`**: p against the fit's three points decides (every
+  special rule once kept in front of it was left out for not paying on six corpora);
 - **phase 3's keyword leg**: under the seed rules, phase 3 decides with their verdict on it.
 
 `replayed_status` is the same routing on recorded signals: `fit-decisions` replays it over a
@@ -30,7 +30,6 @@ import msgspec
 
 from service.decide import clarify
 from service.decide.calibration import (
-    CERTAIN_REASONS,
     CalibrationError,
     CalibrationModel,
     SemanticView,
@@ -42,7 +41,6 @@ from service.decide.calibration import (
     probability,
 )
 from service.decide.seed_rules import (
-    NAMING_REASONS,
     decide,
     decide_multi_intent,
     distinct_documents,
@@ -198,8 +196,6 @@ class Decider:
         seed = decide(ranking, query, thresholds, is_stub=candidates.is_stub)
         signals = msgspec.structs.replace(decision_signals(query, ranking), keyword_reason=seed.reason)
         if model is not None:
-            if seed.reason in CERTAIN_REASONS:
-                return Decided(seed, signals)
             return Decided(_calibrated(model, flags.decision, phase, query, ranking, signals.features), signals)
         if query.is_multi_intent:
             multi = decide_multi_intent([list(p) for p in candidates.parts], query, thresholds)
@@ -224,7 +220,7 @@ class Decider:
         )
         seed_keyword = on_keyword.decision
         decision: Decision
-        if model is not None and signals.keyword_reason not in CERTAIN_REASONS:
+        if model is not None:
             decision = _calibrated(model, flags.decision, 3, query, fused, signals.features)
         elif model is None and isinstance(seed_keyword, Answer) and seed_keyword.reason == "multi_intent":
             # Multi-intent stays, with phase 3's scores: one scale for every phase-3 result.
@@ -286,20 +282,9 @@ class RecordedRun(Protocol):
     def keyword_reason(self) -> str: ...
 
 
-RULES: dict[str, str] = {
-    "named_page": "a query that is a page's title answers with that page ('what is X', 'advanced queries')",
-}
-"""The calibrated policy's special rules by name: `replayed_status(without=…)` replays the
-decision without them (the ablation, `eval-decisions --cross-corpus --ablation`)."""
-
-
-def replayed_status(
-    run: RecordedRun, p: float, point: DecisionPoint, *, without: frozenset[str] = frozenset(),
-) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """(status, shown pages, options) the calibrated policy gives a seed-rules run's signals at
-    `p` and `point`: `Decider` routing, on numbers. `without`: `RULES` left out."""
-    if run.keyword_reason in NAMING_REASONS and "named_page" not in without:
-        return "answer", run.shown, ()  # the seed rules' answer: the named page first
+    `p` and `point`: `Decider` routing, on numbers."""
     f = run.features
     ranked = run.ranked
     if not ranked or f["top_score"] <= 0 or f["tokens"] == 0:

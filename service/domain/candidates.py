@@ -32,7 +32,7 @@ class Candidates:
     page_similarity: Mapping[str, float] = field(default_factory=dict)
     """Phase 3: each page's best cosine."""
     is_stub: Callable[[str], bool] | None = None
-    """Pages with almost nothing to say (`fusion.short_page_chars`): never named by their title alone."""
+    """Pages marked stub at seed (nothing of their own to say): never named by their title alone."""
     stats: dict[str, float | int] = field(default_factory=dict)
     explained: Callable[[Evidence], Evidence] | None = None
     """Adds snippet and `match_explain` to the evidence shown (ranking and deciding use numbers

@@ -1,7 +1,7 @@
 """`python -m service eval-decisions` and `python -m service fit-decisions`: the command lines.
 
 What they run lives beside: serving the labelled sets and fitting (decisions.py), the
-leave-one-corpus-out table and the ablation (cross_corpus.py), the fit from reviewed traffic
+leave-one-corpus-out table (cross_corpus.py), the fit from reviewed traffic
 (from_review.py).
 """
 
@@ -68,9 +68,6 @@ def add_parsers(sub: Any) -> None:
                    "without a corpus decides that corpus's test split (service/evaluation/cross_corpus.py)")
     p.add_argument("--signals", type=Path, action="append",
                    help="--cross-corpus: a runs file per query set, read when it exists, else written")
-    p.add_argument("--ablation", action="store_true",
-                   help="--cross-corpus: also each of the calibrated policy's rules left out, its fits remade "
-                   "without it (six more fits per rule)")
     p.add_argument("--phase", choices=("1", "2", "3", "all"), default="all")
     p.add_argument("--max-wrong", type=float, default=MAX_WRONG,
                    help="--cross-corpus: the wrong-answer rate the fits' points keep on dev (default %(default)s)")
@@ -172,8 +169,6 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     """Leave-one-corpus-out (service/evaluation/cross_corpus.py): one table, per corpus and pooled."""
     from service.evaluation.cross_corpus import (
         CorpusRuns,
-        ablation,
-        ablation_markdown,
         leave_one_out,
         markdown,
         split_totals,
@@ -192,19 +187,12 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     collected = [runs for _, runs in served]
     corpora = [CorpusRuns(name=runs.corpus, cases=cases, runs=runs.runs) for cases, runs in served]
-    def fits_without(rule: str) -> dict[str, CalibrationModel]:
-        """{corpus: the portable fit made on every other corpus}, its points chosen without `rule`."""
-        without = frozenset() if rule == "none" else frozenset({rule})
-        out = {}
-        for held in corpora:
-            others = [i for i, c in enumerate(corpora) if c is not held]
-            say(f"fitting the portable decision without {held.name}" + ("" if rule == "none" else f" and {rule}"))
-            out[held.name] = fit(merge([collected[i] for i in others]),
-                                 [case for i in others for case in corpora[i].cases],
-                                 f"all but {held.name}", portable=True, max_wrong=args.max_wrong, without=without)
-        return out
-
-    fits = fits_without("none")
+    fits = {}
+    for held in corpora:
+        others = [i for i, c in enumerate(corpora) if c is not held]
+        say(f"fitting the portable decision without {held.name}")
+        fits[held.name] = fit(merge([collected[i] for i in others]), [case for i in others for case in corpora[i].cases],
+                              f"all but {held.name}", portable=True, max_wrong=args.max_wrong)
     phase = 3 if args.phase == "all" else int(args.phase)
     table = leave_one_out(corpora, fits, phase)
     print(f"## Leave-one-corpus-out, test splits, phase {phase}\n")
@@ -212,16 +200,9 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     pooled = {split: split_totals(corpora, fits, split, phase) for split in ("dev", "test")}
     print("\ncalibrated, pooled: " + "; ".join(
         f"{split} right {t['right']}/{t['cases']}, wrong {t['wrong']}/{t['answers']} answers" for split, t in pooled.items()))
-    ablated = None
-    if args.ablation:
-        from service.decide.decider import RULES
-
-        ablated = ablation(corpora, {"none": fits, **{rule: fits_without(rule) for rule in RULES}}, phase)
-        print(f"\n## The calibrated policy's rules, each left out (fits remade without it), phase {phase}\n")
-        print(ablation_markdown(ablated))
     if args.json is not None:
         write(args.json, table, {"phase": phase, "query_sets": [str(q) for q in query_sets],
-                                 "max_wrong": args.max_wrong, "pooled": pooled, "ablation": ablated,
+                                 "max_wrong": args.max_wrong, "pooled": pooled,
                                  "fits": {name: msgspec.to_builtins(m) for name, m in fits.items()}})
         say(f"wrote {args.json}")
     return 0

@@ -111,14 +111,12 @@ def tally(
     return t
 
 
-def replay_calibrated(
-    model: CalibrationModel, run: CaseRun, without: frozenset[str] = frozenset(),
-) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+def replay_calibrated(model: CalibrationModel, run: CaseRun) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """What `decision.policy: calibrated` with `model` (and its own points) decides on a seed-rules run."""
     from service.evaluation.decisions import calibrated_p
 
     point = model.points(DecisionFlags()).at(run.phase)
-    return replayed_status(run, calibrated_p(model, run), point, without=without)
+    return replayed_status(run, calibrated_p(model, run), point)
 
 
 def leave_one_out(
@@ -176,11 +174,10 @@ def write(path: Path, table: dict[str, dict[str, dict[str, float | int | None]]]
 
 def split_totals(
     corpora: Sequence[CorpusRuns], fits: Mapping[str, CalibrationModel], split: str, phase: int = 3,
-    without: frozenset[str] = frozenset(),
 ) -> dict[str, int]:
     """Pooled right outcomes and wrong answers of the calibrated policy on one split, every corpus
     decided by the fit made without it: what an ablation compares (a ranking rule is left out by
-    collecting the runs with its flag off, a decision rule by `without`)."""
+    collecting the runs with its flag off)."""
     total = Tally()
     for corpus in corpora:
         by_key = {(r.case_id, r.phase): r for r in corpus.runs if r.policy == "seed_rules"}
@@ -188,49 +185,6 @@ def split_totals(
             run = by_key.get((case.id, phase))
             if case.split != split or run is None:
                 continue
-            status, shown, options = replay_calibrated(fits[corpus.name], run, without)
+            status, shown, options = replay_calibrated(fits[corpus.name], run)
             total.add(tally(case, run, status, shown, options))
     return {"cases": total.cases, "right": total.right, "wrong": total.wrong, "answers": total.answers}
-
-
-def ablation(
-    corpora: Sequence[CorpusRuns], fits: Mapping[str, Mapping[str, CalibrationModel]], phase: int = 3,
-) -> dict[str, dict[str, object]]:
-    """Each of the calibrated policy's special rules (`decider.RULES`) left out in turn, every
-    corpus decided by the fit made without it and without that rule (`fits[rule][corpus]`, its
-    operating points chosen for the decision without the rule; `fits["none"]`: every rule in):
-    pooled right outcomes and wrong answers with and without the rule on the dev splits (where
-    the verdict is made: a rule stays only if it gains at least 1 point of right outcome without
-    adding wrong answers) and on the test splits."""
-    from service.decide.decider import RULES
-
-    out: dict[str, dict[str, object]] = {}
-    for rule in ("none", *RULES):
-        without = frozenset() if rule == "none" else frozenset({rule})
-        out[rule] = {split: split_totals(corpora, fits[rule], split, phase, without) for split in ("dev", "test")}
-    base = out["none"]
-    for rule, row in out.items():
-        if rule == "none":
-            continue
-        dev, base_dev = row["dev"], base["dev"]
-        assert isinstance(dev, dict) and isinstance(base_dev, dict)
-        gain = 100 * (base_dev["right"] - dev["right"]) / max(base_dev["cases"], 1)
-        row["dev_gain_points"] = round(gain, 2)
-        row["keep"] = gain >= 1.0 and base_dev["wrong"] <= dev["wrong"]
-    return out
-
-
-def ablation_markdown(table: dict[str, dict[str, object]]) -> str:
-    from service.decide.decider import RULES
-
-    lines = ["| rule left out | dev right / wrong (answers) | test right / wrong (answers) | dev gain of the rule | verdict |",
-             "|---|--:|--:|--:|---|"]
-    for rule, row in table.items():
-        dev, test = row["dev"], row["test"]
-        assert isinstance(dev, dict) and isinstance(test, dict)
-        name = "(none: every rule in)" if rule == "none" else f"`{rule}`: {RULES[rule]}"
-        gain = "" if rule == "none" else f"{row['dev_gain_points']:+.2f} pt"
-        verdict = "" if rule == "none" else ("keep" if row["keep"] else "does not pay")
-        lines.append(f"| {name} | {dev['right']}/{dev['cases']} · {dev['wrong']} ({dev['answers']}) | "
-                     f"{test['right']}/{test['cases']} · {test['wrong']} ({test['answers']}) | {gain} | {verdict} |")
-    return "\n".join(lines)

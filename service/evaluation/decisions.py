@@ -186,13 +186,12 @@ def calibrated_p(model: CalibrationModel, run: CaseRun) -> float:
 
 def fit(
     collected: Collected, cases: Sequence[LabelledQuery], query_set: str, *, portable: bool = False,
-    max_wrong: float = MAX_WRONG, without: frozenset[str] = frozenset(),
+    max_wrong: float = MAX_WRONG,
 ) -> CalibrationModel:
     """One model per phase on the dev split, and its operating points chosen on dev (on held-out p,
     `calibration_fit.cross_fitted`).
     `portable`: without the corpus-scaled features, usable on any corpus (`collected` may
-    hold the runs of several corpora, `merge`). `without`: the points are chosen for the decision
-    without these `decider.RULES` (the ablation)."""
+    hold the runs of several corpora, `merge`)."""
     import sklearn
 
     from service.decide.calibration_fit import (
@@ -236,7 +235,7 @@ def fit(
         groups: list[Group] = []
         for r in mine:
             groups += groups_of(r, by_id[r.case_id], [p_of[(r.case_id, phase)] for p_of in held_out], grid)
-        evaluate = GridReplay(groups, without)
+        evaluate = GridReplay(groups)
         chosen[phase] = choose_point(evaluate, max_wrong)
         c = chosen[phase]
         say(f"phase {phase} on dev, held out: {msgspec.to_builtins(c.point)}; wrong answers {c.wrong_rate:.1%}, "

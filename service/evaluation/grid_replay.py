@@ -56,9 +56,9 @@ def groups_of(run: CaseRun, case: LabelledQuery, ps: Sequence[float], grid: Iter
     return [Group(run=run, case=case, p=p, n=n) for p, n in cells.items()]
 
 
-def counts_of(group: Group, point: DecisionPoint, without: frozenset[str]) -> Counts:
+def counts_of(group: Group, point: DecisionPoint) -> Counts:
     """One replay's counts (not yet times `n`)."""
-    status, shown, options = replayed_status(group.run, group.p, point, without=without)
+    status, shown, options = replayed_status(group.run, group.p, point)
     answered = status == "answer"
     answerable = group.case.decision == "answer"
     return (int(right_outcome(group.case, status, shown, options)), int(answered),
@@ -68,9 +68,8 @@ def counts_of(group: Group, point: DecisionPoint, without: frozenset[str]) -> Co
 class GridReplay:
     """`evaluate(point)` for `calibration_fit.choose_point`: the counts of `groups` at a point."""
 
-    def __init__(self, groups: Sequence[Group], without: frozenset[str] = frozenset()):
+    def __init__(self, groups: Sequence[Group]):
         self.groups = list(groups)
-        self.without = without
         self.p = np.array([g.p for g in self.groups], dtype=float)
         self.second = np.array([g.run.features["score_ratio"] for g in self.groups], dtype=float)
         self.n = np.array([g.n for g in self.groups], dtype=np.int64)
@@ -87,17 +86,17 @@ class GridReplay:
     def __call__(self, point: DecisionPoint) -> Counts:
         code = self.regime(point)
         for i in np.nonzero(~self.known[self.rows, code])[0]:
-            self.table[i, code[i]] = counts_of(self.groups[i], point, self.without)
+            self.table[i, code[i]] = counts_of(self.groups[i], point)
             self.known[i, code[i]] = True
         total = (self.table[self.rows, code] * self.n[:, None]).sum(axis=0)
         right, answers, wrong, answerable, covered = (int(x) for x in total)
         return right, answers, wrong, answerable, covered
 
 
-def brute_force(groups: Sequence[Group], point: DecisionPoint, without: frozenset[str] = frozenset()) -> Counts:
+def brute_force(groups: Sequence[Group], point: DecisionPoint) -> Counts:
     """Every group replayed at the point (what `GridReplay` must equal)."""
     total = np.zeros(5, dtype=np.int64)
     for g in groups:
-        total += g.n * np.array(counts_of(g, point, without), dtype=np.int64)
+        total += g.n * np.array(counts_of(g, point), dtype=np.int64)
     right, answers, wrong, answerable, covered = (int(x) for x in total)
     return right, answers, wrong, answerable, covered

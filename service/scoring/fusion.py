@@ -96,18 +96,6 @@ def weighted_sum_fusion(
     return {keys[i]: fused[keys[i]] for i in order}
 
 
-def short_page_prior(chars: int, floor: int, power: float) -> float:
-    """1 for a page with at least `floor` characters of text, else (chars / floor) ** power.
-
-    A title-only stub matches its own name strongly in both legs but has
-    nothing to show: on logseq-docs (98 of 238 pages under 200 characters) a
-    stub on top was wrong 15 times in 19.
-    """
-    if floor <= 0 or chars >= floor:
-        return 1.0
-    return float((max(chars, 1) / floor) ** power)
-
-
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int) -> dict[K, float]:
     """RRF(d) = sum over rankings of 1 / (k + rank(d)), rank starting at 1.
 

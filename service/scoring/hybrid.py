@@ -40,7 +40,6 @@ from service.scoring.fusion import (
     fusion_method,
     fusion_weights,
     reciprocal_rank_fusion,
-    short_page_prior,
     weighted_sum_fusion,
 )
 from service.scoring.indexes import CorpusIndexes
@@ -110,7 +109,7 @@ class Fused:
     explain_keyword: Callable[[Evidence], Evidence] | None
     """Completes a keyword-leg candidate (None: the keyword evidence is complete already)."""
     priors: dict[str, float] = field(default_factory=dict)
-    """The factor of each page whose score the page prior lowered (short pages)."""
+    """The factor of each page whose score a page prior changed (release notes, an operator's boost)."""
 
     def line(self, key: ChunkKey) -> str:
         parts = self.parts[key]
@@ -130,7 +129,7 @@ class Fused:
     def _discount(self, key: ChunkKey, score: float) -> str:
         """The short-page factor and the score it leaves ("" for a page it did not lower)."""
         prior = self.priors.get(key[0])
-        return "" if prior is None else f" × short page {prior:.2f} = {score * prior:.4f}"
+        return "" if prior is None else f" × page prior {prior:.2f} = {score * prior:.4f}"
 
     def explained(self, evidence: Evidence) -> Evidence:
         """`evidence` with its snippet and explanation when it is one of this ranking's
@@ -304,18 +303,9 @@ class HybridRetriever:
         return HybridLegs(keyword=keyword, hits=hits, timings=dict(timings), explain_keyword=found.explained)
 
     def page_prior(self, flags: Flags, query: NormalizedQuery) -> Callable[[str], float] | None:
-        """A page's factor on its fused score: the short-page prior (`fusion.short_page_chars`)
-        times every phase's page priors (`page_priors.page_factor`); None when none applies."""
-        floor, power = flags.fusion.short_page_chars, flags.fusion.short_page_power
-        factor = page_factor(self.indexes, flags, query)
-        if floor <= 0:
-            return factor
-
-        def prior(slug: str) -> float:
-            short = short_page_prior(self.indexes.page_chars(slug), floor, power)
-            return short if factor is None else short * factor(slug)
-
-        return prior
+        """A page's factor on its fused score: every phase's page priors (`page_priors.page_factor`);
+        None when none applies."""
+        return page_factor(self.indexes, flags, query)
 
     def fuse(self, query: NormalizedQuery, legs: HybridLegs, flags: Flags) -> HybridCandidates:
         """Fuse the legs with the flags' method and weights, then de-duplicate."""

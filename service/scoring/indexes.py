@@ -76,15 +76,6 @@ class CorpusIndexes:
         return (doc.content_hash, doc.summary) if doc else ("", "")
 
     @cached_property
-    def _page_lengths(self) -> dict[str, int]:
-        # Once per snapshot: phase 3 asks for every candidate page of every query.
-        return {slug: len(doc.content.strip()) for slug, doc in self.documents_by_slug.items()}
-
-    @cached_property
-    def has_stubs(self) -> bool:
-        return any(doc.stub for doc in self.documents_by_slug.values())
-
-    @cached_property
     def _release_notes(self) -> frozenset[str]:
         # Once per snapshot, from structure only (no page's name or path).
         return release_notes_pages(self.chunks_by_id.values())
@@ -99,13 +90,9 @@ class CorpusIndexes:
 
     def is_stub(self, slug: str) -> bool:
         """A page with nothing to say on its own (only an include, a directive, links or
-        properties; `Document.stub`, marked at seed): never the answer or an option alone."""
+        properties; `Document.stub`, marked at seed): never named by its title alone."""
         doc = self.documents_by_slug.get(slug)
         return doc is not None and doc.stub
-
-    def page_chars(self, slug: str) -> int:
-        """Characters of a page's text (0 for a page this snapshot does not hold)."""
-        return self._page_lengths.get(slug, 0)
 
     def chunk_text(self, key: ChunkId) -> str:
         """A chunk's Markdown ("" for a chunk this snapshot does not hold, e.g. mid-reseed)."""

@@ -1,16 +1,16 @@
 """What a page is worth before the query's words are counted: the page priors of every phase.
 
 A factor per page scales its scores (1: no prior). The factors multiply:
-- stub pages (only an include, a directive, links or properties; `Document.stub`, marked at
-  seed) × `retrieval.stub_page_factor`, so they are kept for links and /documents but never the
-  answer or an option on their own;
 - release-notes pages (a changelog: its headings are versions or dates,
   `indexes.release_notes_pages`, from structure only) × `retrieval.release_notes_factor`, unless
   the query is about a release (`is_release_question`): a long page that mentions every feature
   once per release must not crowd out the page that documents the feature;
 - the operator's per-path factors, `retrieval.page_boosts` (a glob on the slug → a factor, as
   DocSearch's `pageRank`): the product of every glob that matches.
-Phase 3's fusion multiplies this with its short-page prior (`fusion.short_page_chars`).
+
+Two more priors, a stub page's and a short page's, did not pay on six corpora, each left out
+in turn (docs/quality/cross-corpus.md) and are gone: a stub page (`Document.stub`) is still
+marked at seed, listed in /documents and never named by its title alone.
 """
 
 from __future__ import annotations
@@ -46,22 +46,16 @@ def is_release_question(query: NormalizedQuery) -> bool:
     return RELEASE_QUESTION.search(query.raw) is not None
 
 
-def page_factor(
-    indexes: CorpusIndexes, flags: Flags, query: NormalizedQuery, *, stubs: bool = True,
-) -> PageFactor | None:
-    """The factor of each page for this query; None when no prior applies to any page.
-    `stubs=False` leaves stub pages at 1 (phase 3's keyword leg: see `tiers.HybridTier`)."""
+def page_factor(indexes: CorpusIndexes, flags: Flags, query: NormalizedQuery) -> PageFactor | None:
+    """The factor of each page for this query; None when no prior applies to any page."""
     retrieval = flags.retrieval
-    stub = retrieval.stub_page_factor if stubs and indexes.has_stubs else 1.0
     release = retrieval.release_notes_factor if indexes.has_release_notes and not is_release_question(query) else 1.0
     boosts = tuple(retrieval.page_boosts.items())
-    if stub == 1.0 and release == 1.0 and not boosts:
+    if release == 1.0 and not boosts:
         return None
 
     def factor(slug: str) -> float:
-        f = stub if stub != 1.0 and indexes.is_stub(slug) else 1.0
-        if release != 1.0 and indexes.page_type(slug) == "release_notes":
-            f *= release
+        f = release if release != 1.0 and indexes.page_type(slug) == "release_notes" else 1.0
         for pattern, boost in boosts:
             if fnmatchcase(slug, pattern):
                 f *= boost

@@ -246,7 +246,10 @@ def test_a_portable_fit_ignores_the_corpus_scaled_signals_and_decides_with_its_o
 
 
 
-def test_the_fit_replays_the_named_page_answer_of_the_seed_rules() -> None:
+def test_under_calibrated_a_page_s_title_is_one_signal_not_an_answer_of_its_own() -> None:
+    """The named-page rule did not pay on six corpora and is gone from the calibrated policy: the
+    seed rules answered "Dashboard" with the page of that title however unsure, the calibrated
+    replay decides it by p like any query (here: too unsure, so no match)."""
     from service.decide.calibration import decision_signals
     from service.decide.decider import replayed_status
     from service.evaluation.decision_metrics import CaseRun
@@ -257,8 +260,8 @@ def test_the_fit_replays_the_named_page_answer_of_the_seed_rules() -> None:
     run = CaseRun(case_id="c", phase=1, policy="seed_rules", status="answer", reason="query_is_title",
                   shown=("concepts/dashboard", "concepts/home"), ranked=signals.ranking, options=(),
                   features=signals.features, keyword_reason="query_is_title")
-    # a low p does not matter: the query names the page, as "what is X" does
-    assert replayed_status(run, 0.05, T) == ("answer", ("concepts/dashboard", "concepts/home"), ())
+    assert replayed_status(run, 0.05, T) == ("no_match", (), ())
+    assert replayed_status(run, 0.95, T) == ("clarify", signals.ranking, signals.ranking[:2])  # level: asks
 
 
 def test_held_out_p_is_not_over_confident_where_the_fit_memorises_its_dev_cases() -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from itertools import count
 
-import msgspec
-
 from service.decide.calibration import FEATURES, MODEL_FORMAT, CalibrationModel, PhaseModel
 from service.evaluation.cross_corpus import POLICIES, CorpusRuns, leave_one_out, markdown
 from service.evaluation.decision_metrics import CaseRun
@@ -68,25 +66,11 @@ def test_each_corpus_is_decided_by_the_fit_made_without_it() -> None:
     assert "| pooled |" in markdown(table)
 
 
-def test_the_ablation_leaves_each_rule_out_and_keeps_only_those_that_pay() -> None:
-    from dataclasses import replace
+def test_split_totals_count_each_corpus_under_the_fit_made_without_it() -> None:
+    from service.evaluation.cross_corpus import split_totals
 
-    from service.decide.decider import RULES
-    from service.evaluation.cross_corpus import ablation
-
-    corpora = []
-    for name in ("a", "b"):
-        base = corpus(name)
-        question = {c.id for c in base.cases if c.kind == "question"}
-        # The question is the right page's title: the seed rules answered with that page.
-        runs = [r if r.case_id not in question else msgspec.structs.replace(
-                    r, keyword_reason="query_is_title", status="answer", shown=r.ranked)
-                for r in base.runs]
-        corpora.append(replace(base, runs=runs))
-    declining = {"a": fit_answering(False), "b": fit_answering(False)}
-    table = ablation(corpora, {rule: declining for rule in ("none", *RULES)})
-    assert set(table) == {"none", *RULES}
-    # A fit that declines everything says no match to both questions unless the named page answers.
-    base, without = table["none"]["test"], table["named_page"]["test"]
-    assert isinstance(base, dict) and isinstance(without, dict)
-    assert (base["right"], base["answers"], without["right"], without["answers"]) == (4, 2, 2, 0)
+    corpora = [corpus("a"), corpus("b")]
+    totals = split_totals(corpora, {"a": fit_answering(True), "b": fit_answering(False)}, "test")
+    # "a" answers both (one right, one out-of-domain answered wrongly); "b" declines both.
+    assert totals == {"cases": 4, "right": 2, "wrong": 1, "answers": 2}
+    assert split_totals(corpora, {"a": fit_answering(True), "b": fit_answering(True)}, "dev")["cases"] == 0

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import msgspec
-import pytest
 
 from service.decide.seed_rules_phase3 import decide_hybrid
 from service.domain.signals import SemanticSignal
 from service.domain.types import Answer, Clarify, Evidence, NoMatch, NormalizedQuery, Option
 from service.flags import load_flags_file
-from service.scoring.fusion import FusionMethod, short_page_prior
+from service.scoring.fusion import FusionMethod
 from service.scoring.hybrid import fuse_evidence, semantic_signal
 from service.scoring.semantic import SemanticHit
 from service.settings import PROJECT_ROOT
@@ -155,31 +154,6 @@ def test_a_semantic_hit_without_a_page_summary_shows_its_chunk_text_from_the_cor
     )
     shown = fused.explained(fused.ranking[0])
     assert shown.snippet.startswith("Canvas A workspace holds notes") and "**" not in shown.snippet
-
-
-def test_a_page_with_almost_no_text_ranks_below_one_with_text() -> None:
-    # Both pages match equally in both legs; the stub holds one line ("type:: [[UI Element]]").
-    chars = {"concepts/stub": 16, "concepts/howto": 1200}
-    keyword = [ev("concepts/stub", 2.0), ev("concepts/howto", 2.0)]
-    hits = [hit("concepts/stub", 0.6), hit("concepts/howto", 0.6)]
-    fused = fuse_evidence(
-        keyword, hits, method=FusionMethod.weighted, weights=(0.3, 0.7), query_type="mixed",
-        rrf_k=60, doc_info=lambda slug: ("h", "summary"), chunk_text=lambda key: "",
-        page_prior=lambda slug: short_page_prior(chars[slug], 150, 0.5),
-    )
-    assert [e.doc_slug for e in fused.ranking] == ["concepts/howto", "concepts/stub"]
-    stub = next(e for e in fused.ranking if e.doc_slug == "concepts/stub")
-    assert stub.score == pytest.approx((16 / 150) ** 0.5, abs=1e-6)  # fused 1.0 before the discount
-    line = fused.explained(stub).match_explain[-1]
-    assert line.endswith(f"× short page {(16 / 150) ** 0.5:.2f} = {stub.score:.4f}"), line
-
-
-def test_short_page_prior() -> None:
-    assert short_page_prior(150, 150, 0.5) == 1.0  # at the floor: no discount
-    assert short_page_prior(5000, 150, 0.5) == 1.0
-    assert short_page_prior(37, 148, 0.5) == pytest.approx(0.5)  # a quarter as long scores half
-    assert short_page_prior(0, 150, 0.5) == pytest.approx((1 / 150) ** 0.5)  # an empty page stays rankable
-    assert short_page_prior(10, 0, 0.5) == 1.0  # floor 0: off
 
 
 FAX = NormalizedQuery(raw="send this page as a fax", tokens=("send", "page", "fax"), phrase="send page fax",
