@@ -20,9 +20,9 @@ from service.embedding.backends import load_embedder as load_backend
 from service.embedding.backends import onnx_cache_dir
 from service.embedding.batcher import QueryBatcher
 from service.embedding.documents import document_embedder
-from service.embedding.vector_cache import known_vectors
+from service.embedding.vector_cache import Recomputing, known_vectors
 from service.flags import Flags
-from service.ingest.indexer import IndexReport, active_model, index_embeddings
+from service.ingest.indexer import IndexReport, KnownVectors, active_model, index_embeddings
 from service.ingest.model_thread import on_model_thread
 from service.ingest.tokens import default_model_dir, validate_model_dir
 from service.normalize.lexicon import Synonyms, load_synonyms
@@ -100,7 +100,7 @@ def build_pipeline(
             await st.pool.execute(
                 "update chunk_embeddings set input_hash = 'stale' where model = $1", embedder.model_name
             )
-        return await ensure_embeddings(st, pipeline, status)
+        return await ensure_embeddings(st, pipeline, status, recompute=full)
 
     def calibration() -> str | None:
         # Named only where the policy in force reads a fit.
@@ -129,8 +129,11 @@ async def load_embedder(status: SemanticStatus) -> Any:
     return status.embedder
 
 
-async def ensure_embeddings(st: AppState, pipeline: Pipeline, status: SemanticStatus) -> IndexReport | None:
-    """Embed chunks lacking a vector for the model; attach the semantic leg."""
+async def ensure_embeddings(
+    st: AppState, pipeline: Pipeline, status: SemanticStatus, recompute: bool = False,
+) -> IndexReport | None:
+    """Embed chunks lacking a vector for the model; attach the semantic leg. `recompute`: the
+    model embeds every pending input, kept vectors are not read (a full re-index)."""
     if st.pool is None:
         return None
     try:
@@ -138,8 +141,9 @@ async def ensure_embeddings(st: AppState, pipeline: Pipeline, status: SemanticSt
         status.indexing = True
         # Documents may go to an embedding server (EMBEDDING_REMOTE_URL); queries stay local.
         async with document_embedder(embedder, st.flags.embedding) as (documents, batch_size):
-            known = known_vectors(status.cache_dir, embedder.model_name, embedder.dim,
-                                  st.flags.embedding.keep_vectors and documents is embedder)
+            kept = known_vectors(status.cache_dir, embedder.model_name, embedder.dim,
+                                 st.flags.embedding.keep_vectors and documents is embedder)
+            known: KnownVectors | None = Recomputing(kept) if recompute and kept is not None else kept
             report = await index_embeddings(
                 st.pool, documents, batch_size=batch_size, progress=log.info,
                 kinds=st.flags.semantic.representations, known=known,

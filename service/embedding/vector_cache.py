@@ -76,6 +76,20 @@ class VectorCache:
             conn.close()
 
 
+class Recomputing:
+    """A cache that is written, never read: a full re-index (`POST /admin/reindex {"full": true}`)
+    runs the model on every input and keeps what it makes."""
+
+    def __init__(self, cache: VectorCache) -> None:
+        self.cache = cache
+
+    def get(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        return {}
+
+    def put(self, keys: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        self.cache.put(keys, vectors)
+
+
 def known_vectors(
     model_cache_dir: Path, model: str, dim: int, enabled: bool, env: Mapping[str, str] | None = None,
 ) -> VectorCache | None:

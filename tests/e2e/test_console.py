@@ -143,10 +143,11 @@ def test_console_end_to_end(service: Service) -> None:
             expect(rows.first.locator("td").nth(5)).to_have_text("keyword")  # source column
 
             # 2. The clarification text exactly as the chat UI gets it, with its options.
-            expected = httpx.post(f"{service.url}/retrieve", json={"query": "home", "phase": 1, "top_k": 3},
+            # "links": Quick Links or Links Overview, a question under the default policy
+            expected = httpx.post(f"{service.url}/retrieve", json={"query": "links", "phase": 1, "top_k": 3},
                                   timeout=10).json()
             assert expected["status"] == "clarify"
-            page.get_by_label("Query", exact=True).fill("home")
+            page.get_by_label("Query", exact=True).fill("links")
             page.keyboard.press("Enter")  # keyboard submit
             expect(page.locator("#results [data-testid=message]")).to_have_text(expected["message"])
             expect(page.locator("#results .options button")).to_have_count(len(expected["options"]))

@@ -67,9 +67,12 @@ CASES: list[Hostile] = [
     Hostile("whitespace-only query", _q(" \t\n\u3000 "), "4xx", fragment="1–500 characters"),
     Hostile("control-only query", _q("\x00\x01\x1b\u200b\u202e"), "4xx", fragment="1–500 characters"),
     Hostile("501 characters", _q("a" * (MAX_QUERY_CHARS + 1)), "4xx", fragment="1–500 characters"),
-    Hostile("500 characters padded", _q("  " + "home " * 100 + "  "), "200", decision="clarify", top="concepts/home"),
+    Hostile("500 characters padded", _q("  " + "home " * 100 + "  "), "200", decision="clarify", top="concepts/home",
+            known_failure_under={"calibrated": "\"home\" a hundred times gets no match where the seed plan asks Home or "
+                                 "Dashboard: the default no longer asks between pages a synonym names"}),
     # One limit, on the cleaned query (issue 14 item 9): padding is not counted.
-    Hostile("2001 raw characters", _q(" " * 2001 + "home"), "200", decision="clarify", top="concepts/home"),
+    Hostile("2001 raw characters", _q(" " * 2001 + "home"), "200", decision="clarify", top="concepts/home",
+            known_failure_under={"calibrated": "\"home\" is answered with Home without offering the Dashboard the seed plan asks about: the default no longer asks between pages a synonym names (that rule did not pay on six corpora)"}),
     Hostile("2001 visible characters", _q("a" * 2001), "4xx", fragment="1–500 characters"),
     Hostile("1 MiB body", _q("a" * 2**20), "4xx", fragment="Request Entity Too Large"),
     Hostile("1 MiB body names the limit", _q("a" * 2**20), "4xx", fragment=f"larger than {MAX_BODY_BYTES} bytes"),
@@ -98,7 +101,9 @@ CASES: list[Hostile] = [
                                  "the help"}),
     Hostile("SQL meta-characters", _q("home' OR '1'='1\" ; -- /* */ %_ \\"), "200", decision="clarify", top="concepts/home"),
     Hostile("regex meta-characters", _q(r"(a+)+$ .* [^] \d{99999} (?=x) | \\"), "200", decision="no_match"),
-    Hostile("format-string", _q("{0} %s %n ${jndi:ldap://x} {{7*7}}"), "200", decision="no_match"),
+    Hostile("format-string", _q("{0} %s %n ${jndi:ldap://x} {{7*7}}"), "200", decision="no_match",
+            known_failure_under={"calibrated": "this gibberish is answered with a page: without the unknown-word rule "
+                                 "(it did not pay on six corpora) p alone judges it, and p is high enough"}),
     Hostile("very long single token", _q("w" * 500), "200", decision="no_match"),
     Hostile("many long tokens", _q(" ".join(["workspaceee" * 4] * 11)), "200", decision="no_match",
             known_failure_under={"seed_rules": "no word of the query is in the corpus (phases 1 and 2: "
@@ -109,7 +114,8 @@ CASES: list[Hostile] = [
     Hostile("top_k negative", _q("home", top_k=-1), "4xx"),
     Hostile("top_k huge", _q("home", top_k=10**30), "4xx"),
     Hostile("top_k as string", _q("home", top_k="3"), "4xx"),
-    Hostile("top_k as integral float", _q("home", top_k=3.0), "200", decision="clarify", top="concepts/home"),  # JSON Schema: 3.0 is an integer
+    Hostile("top_k as integral float", _q("home", top_k=3.0), "200", decision="clarify", top="concepts/home",
+            known_failure_under={"calibrated": "\"home\" is answered with Home without offering the Dashboard the seed plan asks about: the default no longer asks between pages a synonym names (that rule did not pay on six corpora)"}),  # JSON Schema: 3.0 is an integer
     Hostile("top_k as fraction", _q("home", top_k=2.5), "4xx"),
     Hostile("phase 0", _q("home", phase=0), "4xx"),
     Hostile("phase 4", _q("home", phase=4), "4xx"),
@@ -172,9 +178,9 @@ async def test_hostile_retrieve(service_client: Any, fingerprint_before: str, ca
         assert case.fragment in error + json.dumps(response.json().get("detail"), ensure_ascii=False)
     else:  # a JSON body under another content type: answered or refused, never a crash
         assert response.status_code in (200, 415), response.text
-        if response.status_code == 200:  # then it is the same question as "home"
-            body = response.json()
-            assert body["status"] == "clarify" and body["results"][0]["doc_slug"] == "concepts/home"
+        if response.status_code == 200:  # then it is the same question as "home", with the same answer
+            body, plain = response.json(), (await service_client.post("/retrieve", json={"query": "home"})).json()
+            assert (body["status"], body["results"][0]["doc_slug"]) == (plain["status"], plain["results"][0]["doc_slug"])
 
 
 async def test_hostile_context(service_client: Any) -> None:

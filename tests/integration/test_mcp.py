@@ -30,6 +30,7 @@ from service.db.embedded import free_port
 from service.readiness import wait_url_ready
 from service.settings import PROJECT_ROOT
 from tests.conftest import (
+    ADMIN_TOKEN_FOR_TESTS,
     GOLDEN_DIR,
     PgServer,
     _create_database,
@@ -133,8 +134,20 @@ async def test_search_docs_answers_as_retrieve_does(service: Service) -> None:
 
 
 async def test_a_clarification_is_answered_through_reply_to(service: Service) -> None:
+    # The dialogue is pinned to the seed rules (tests/golden/dialogues.yaml): the default answers
+    # "home" at once, so it is played under the policy it is written for.
     turns = _dialogue("home-reply-the-dashboard-one")
-    history: list[dict[str, Any]] = []
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
+    pinned = await service.rest("PUT", "/admin/flags", json={"name": "decision.policy", "value": "seed_rules"},
+                                headers=auth)
+    assert pinned.status_code == 200, pinned.text
+    try:
+        await _play_home_reply(service, turns)
+    finally:
+        await service.rest("DELETE", "/admin/flags/decision.policy", headers=auth)
+
+
+async def _play_home_reply(service: Service, turns: list[dict[str, Any]]) -> None:
     async with service.client() as client:
         first = (await client.call_tool("search_docs", {"query": turns[0]["say"]})).structured_content
         assert first["status"] == turns[0]["expect"]["decision"] == "clarify"
