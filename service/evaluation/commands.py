@@ -169,8 +169,10 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     """Leave-one-corpus-out (service/evaluation/cross_corpus.py): one table, per corpus and pooled."""
     from service.evaluation.cross_corpus import (
         CorpusRuns,
+        kinds_markdown,
         leave_one_out,
         markdown,
+        per_kind,
         split_totals,
         write,
     )
@@ -197,12 +199,15 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     table = leave_one_out(corpora, fits, phase)
     print(f"## Leave-one-corpus-out, test splits, phase {phase}\n")
     print(markdown(table))
+    kinds = per_kind(corpora, phase)
+    print(f"\n## The ranking per kind of case, pooled test splits, phase {phase}\n")
+    print(kinds_markdown(kinds))
     pooled = {split: split_totals(corpora, fits, split, phase) for split in ("dev", "test")}
     print("\ncalibrated, pooled: " + "; ".join(
         f"{split} right {t['right']}/{t['cases']}, wrong {t['wrong']}/{t['answers']} answers" for split, t in pooled.items()))
     if args.json is not None:
         write(args.json, table, {"phase": phase, "query_sets": [str(q) for q in query_sets],
-                                 "max_wrong": args.max_wrong, "pooled": pooled,
+                                 "max_wrong": args.max_wrong, "pooled": pooled, "per_kind": kinds,
                                  "fits": {name: msgspec.to_builtins(m) for name, m in fits.items()}})
         say(f"wrote {args.json}")
     return 0

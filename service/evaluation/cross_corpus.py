@@ -146,6 +146,30 @@ def leave_one_out(
     return table
 
 
+def per_kind(corpora: Sequence[CorpusRuns], phase: int = 3) -> dict[str, dict[str, float | int | None]]:
+    """Top-1 and top-3 of the ranking per kind of case (keyword, question, paraphrase, typo, …),
+    pooled over the corpora's test splits at `phase`: where the ranking, not the decision, fails."""
+    counts: dict[str, Tally] = {}
+    for corpus in corpora:
+        by_key = {(r.case_id, r.phase): r for r in corpus.runs if r.policy == "seed_rules"}
+        for case in corpus.cases:
+            run = by_key.get((case.id, phase))
+            if case.split != "test" or run is None or not case.pages:
+                continue
+            t = counts.setdefault(case.kind, Tally())
+            t.ranked += 1
+            t.top1 += int(top_is_right(case, run.ranked))
+            t.top3 += int(in_top3(case, run.ranked))
+    return {kind: {"n": t.ranked, "top1": round(t.top1 / t.ranked, 4), "top3": round(t.top3 / t.ranked, 4)}
+            for kind, t in sorted(counts.items())}
+
+
+def kinds_markdown(kinds: dict[str, dict[str, float | int | None]]) -> str:
+    lines = ["| kind | cases | top-1 | top-3 |", "|---|--:|--:|--:|"]
+    lines += [f"| {kind} | {r['n']} | {_pct(r['top1'])} | {_pct(r['top3'])} |" for kind, r in kinds.items()]
+    return "\n".join(lines)
+
+
 def _pct(x: float | int | None) -> str:
     return "–" if x is None else f"{100 * float(x):.1f} %"
 

@@ -74,3 +74,12 @@ def test_split_totals_count_each_corpus_under_the_fit_made_without_it() -> None:
     # "a" answers both (one right, one out-of-domain answered wrongly); "b" declines both.
     assert totals == {"cases": 4, "right": 2, "wrong": 1, "answers": 2}
     assert split_totals(corpora, {"a": fit_answering(True), "b": fit_answering(True)}, "dev")["cases"] == 0
+
+
+def test_the_ranking_is_reported_per_kind_of_case() -> None:
+    from service.evaluation.cross_corpus import kinds_markdown, per_kind
+
+    kinds = per_kind([corpus("a"), corpus("b")])
+    # Only cases with a right page count: the out-of-domain ones have none to rank.
+    assert kinds == {"question": {"n": 2, "top1": 1.0, "top3": 1.0}}
+    assert "| question | 2 | 100.0 % | 100.0 % |" in kinds_markdown(kinds)
