@@ -188,41 +188,43 @@ class Decider:
     def _keyword(
         self, candidates: Candidates, query: NormalizedQuery, flags: Flags, model: CalibrationModel | None,
     ) -> Decided:
-        """Phases 1 and 2 (and phase 3's keyword leg, with `model` None): the seed rules on the
-        ranking, multi-intent from the parts' rankings, else the fit's p when it applies."""
-        phase = candidates.phase
+        """Phases 1 and 2: the fit's p when a fit applies, else the seed rules."""
         ranking = list(candidates.ranking)
-        thresholds = flags.phases.for_phase(phase)
-        seed = decide(ranking, query, thresholds, is_stub=candidates.is_stub)
-        signals = msgspec.structs.replace(decision_signals(query, ranking), keyword_reason=seed.reason)
+        signals = decision_signals(query, ranking)
         if model is not None:
-            return Decided(_calibrated(model, flags.decision, phase, query, ranking, signals.features), signals)
+            return Decided(_calibrated(model, flags.decision, candidates.phase, query, ranking, signals.features),
+                           signals)
+        return Decided(self._seed_rules(candidates, query, flags), signals)
+
+    def _seed_rules(self, candidates: Candidates, query: NormalizedQuery, flags: Flags) -> Decision:
+        """The seed rules on a keyword ranking (phases 1-2, or phase 3's keyword leg): multi-intent
+        from the parts' rankings, else `seed_rules.decide`."""
+        ranking = list(candidates.ranking)
+        thresholds = flags.phases.for_phase(candidates.phase)
         if query.is_multi_intent:
             multi = decide_multi_intent([list(p) for p in candidates.parts], query, thresholds)
             if multi is not None:
                 # The parts' pages with their evidence from the whole query's ranking: one scale.
-                return Decided(multi_intent_on(ranking, multi), signals)
-        return Decided(seed, signals)
+                return multi_intent_on(ranking, multi)
+        return decide(ranking, query, thresholds, is_stub=candidates.is_stub)
 
     def _phase3(
         self, candidates: Candidates, query: NormalizedQuery, flags: Flags, model: CalibrationModel | None,
     ) -> Decided:
         keyword = list(candidates.keyword or ())
-        leg = Candidates(phase=3, ranking=keyword, parts=candidates.parts, is_stub=candidates.is_stub)
-        on_keyword = self._keyword(leg, query, flags, None)  # the seed rules' view of the keyword leg
         fused = list(candidates.ranking)
-        assert on_keyword.signals is not None
         view = SemanticView(signal=candidates.semantic, pages=dict(candidates.page_similarity)) \
             if candidates.semantic is not None else None
         signals = msgspec.structs.replace(
-            decision_signals(query, fused, view, top_page(keyword)), keyword_reason=on_keyword.signals.keyword_reason,
+            decision_signals(query, fused, view, top_page(keyword)),
             semantic_ranking=tuple(sorted(candidates.page_similarity, key=lambda s: -candidates.page_similarity[s])[:10]),
         )
-        seed_keyword = on_keyword.decision
-        decision: Decision
         if model is not None:
-            decision = _calibrated(model, flags.decision, 3, query, fused, signals.features)
-        elif model is None and isinstance(seed_keyword, Answer) and seed_keyword.reason == "multi_intent":
+            return Decided(_calibrated(model, flags.decision, 3, query, fused, signals.features), signals)
+        leg = Candidates(phase=3, ranking=keyword, parts=candidates.parts, is_stub=candidates.is_stub)
+        seed_keyword = self._seed_rules(leg, query, flags)  # the seed rules' view of the keyword leg
+        decision: Decision
+        if isinstance(seed_keyword, Answer) and seed_keyword.reason == "multi_intent":
             # Multi-intent stays, with phase 3's scores: one scale for every phase-3 result.
             decision = multi_intent_on(fused, seed_keyword)
         else:
@@ -278,8 +280,6 @@ class RecordedRun(Protocol):
     def ranked(self) -> tuple[str, ...]: ...
     @property
     def features(self) -> dict[str, float]: ...
-    @property
-    def keyword_reason(self) -> str: ...
 
 
 def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[str, tuple[str, ...], tuple[str, ...]]:

@@ -20,8 +20,6 @@ class DecisionSignals(Base, frozen=True):
     """`decide.calibration.FEATURES` of the ranking."""
     ranking: tuple[str, ...]
     """Distinct pages by score, best first (at most 10)."""
-    keyword_reason: str = ""
-    """The seed rules' reason on the keyword ranking (phase 3: on its keyword leg)."""
     semantic_ranking: tuple[str, ...] = ()
     """Phase 3: the semantic leg alone, pages by their best chunk's cosine (at most 10); what the
     fusion is measured against (`eval-decisions --cross-corpus`)."""

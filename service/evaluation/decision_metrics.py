@@ -45,7 +45,6 @@ class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
     """Distinct pages of the ranking by score, best first (up to 10)."""
     options: tuple[str, ...]
     features: dict[str, float]
-    keyword_reason: str = ""
     answered_phase: int = 0
     """The phase that produced the response (lower when a tier fell back)."""
     semantic_ranked: tuple[str, ...] = ()

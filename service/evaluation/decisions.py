@@ -81,7 +81,6 @@ async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int,
         shown=_pages([e.doc_slug for e in outcome.results]), options=tuple(o.doc_slug for o in outcome.options),
         ranked=signals.ranking if signals is not None else (),
         features=dict(signals.features) if signals is not None else dict.fromkeys(FEATURES, 0.0),
-        keyword_reason=signals.keyword_reason if signals is not None else "",
         answered_phase=outcome.phase,
         semantic_ranked=signals.semantic_ranking if signals is not None else (),
     )

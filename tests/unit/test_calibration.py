@@ -259,7 +259,7 @@ def test_under_calibrated_a_page_s_title_is_one_signal_not_an_answer_of_its_own(
     signals = decision_signals(query, ranking)
     run = CaseRun(case_id="c", phase=1, policy="seed_rules", status="answer", reason="query_is_title",
                   shown=("concepts/dashboard", "concepts/home"), ranked=signals.ranking, options=(),
-                  features=signals.features, keyword_reason="query_is_title")
+                  features=signals.features)
     assert replayed_status(run, 0.05, T) == ("no_match", (), ())
     assert replayed_status(run, 0.95, T) == ("clarify", signals.ranking, signals.ranking[:2])  # level: asks
 

@@ -32,7 +32,6 @@ def random_groups(rng: random.Random, runs: int) -> list[Group]:
         run = CaseRun(
             case_id=case.id, phase=3, policy="seed_rules", status="answer", reason="confident", shown=ranked,
             ranked=ranked, options=ranked[:2], features=features,
-            keyword_reason=rng.choice(("", "", "", "out_of_domain", "query_is_title", "query_names_pages")),
         )
         groups += groups_of(run, case, [rng.random() for _ in range(5)], GRID)
     return groups
