@@ -215,17 +215,6 @@ def fit(
         repeats = cross_fitted([r.case_id for r in rows], [r.features for r in rows], labels, excluded=excluded)
         for pooled, repeat in zip(held_out, repeats, strict=True):
             pooled.update(((case_id, phase), p) for case_id, p in repeat.items())
-    stamp = dt.datetime.now(dt.UTC)
-    name = f"portable-{collected.corpus}" if portable else collected.corpus
-    draft = CalibrationModel(
-        format=MODEL_FORMAT,
-        version=f"{name}-{collected.corpus_fingerprint[:8]}-{stamp:%Y%m%d%H%M}",
-        corpus=collected.corpus, corpus_fingerprint=collected.corpus_fingerprint,
-        pages_fingerprint="" if portable else collected.pages_fingerprint, portable=portable, features=FEATURES,
-        phases=phases, answer_p=(0.5,) * 3, no_match_p=(0.1,) * 3, ambiguity_ratio=(1.01,) * 3,  # chosen below
-        library=f"scikit-learn {sklearn.__version__}", query_set=query_set,
-        fitted_at=stamp.isoformat(timespec="seconds"),
-    )
     grid = (*ANSWER_GRID, *NO_MATCH_GRID)
     chosen: dict[int, Choice] = {}
     for phase in PHASES:
@@ -234,16 +223,23 @@ def fit(
         groups: list[Group] = []
         for r in mine:
             groups += groups_of(r, by_id[r.case_id], [p_of[(r.case_id, phase)] for p_of in held_out], grid)
-        evaluate = GridReplay(groups)
-        chosen[phase] = choose_point(evaluate, max_wrong)
+        chosen[phase] = choose_point(GridReplay(groups), max_wrong)
         c = chosen[phase]
         say(f"phase {phase} on dev, held out: {msgspec.to_builtins(c.point)}; wrong answers {c.wrong_rate:.1%}, "
             f"coverage {c.coverage:.1%}, right decisions {c.right_decisions / len(held_out):.0f}/{len(mine)}")
     points = [chosen[ph].point for ph in PHASES]
-    return msgspec.structs.replace(
-        draft,
-        answer_p=_three([pt.answer_p for pt in points]), no_match_p=_three([pt.no_match_p for pt in points]),
+    stamp = dt.datetime.now(dt.UTC)
+    name = f"portable-{collected.corpus}" if portable else collected.corpus
+    return CalibrationModel(
+        format=MODEL_FORMAT,
+        version=f"{name}-{collected.corpus_fingerprint[:8]}-{stamp:%Y%m%d%H%M}",
+        corpus=collected.corpus, corpus_fingerprint=collected.corpus_fingerprint,
+        pages_fingerprint="" if portable else collected.pages_fingerprint, portable=portable, features=FEATURES,
+        phases=phases, answer_p=_three([pt.answer_p for pt in points]),
+        no_match_p=_three([pt.no_match_p for pt in points]),
         ambiguity_ratio=_three([pt.ambiguity_ratio for pt in points]),
+        library=f"scikit-learn {sklearn.__version__}", query_set=query_set,
+        fitted_at=stamp.isoformat(timespec="seconds"),
         dev_summary={str(ph): {"coverage": round(chosen[ph].coverage, 4), "wrong_rate": round(chosen[ph].wrong_rate, 4)}
                      for ph in PHASES},
     )

@@ -92,11 +92,3 @@ class GridReplay:
         right, answers, wrong, answerable, covered = (int(x) for x in total)
         return right, answers, wrong, answerable, covered
 
-
-def brute_force(groups: Sequence[Group], point: DecisionPoint) -> Counts:
-    """Every group replayed at the point (what `GridReplay` must equal)."""
-    total = np.zeros(5, dtype=np.int64)
-    for g in groups:
-        total += g.n * np.array(counts_of(g, point), dtype=np.int64)
-    right, answers, wrong, answerable, covered = (int(x) for x in total)
-    return right, answers, wrong, answerable, covered

@@ -9,7 +9,7 @@ import random
 from service.decide.calibration import FEATURES
 from service.decide.calibration_fit import AMBIGUITY_GRID, ANSWER_GRID, NO_MATCH_GRID
 from service.evaluation.decision_metrics import CaseRun
-from service.evaluation.grid_replay import GridReplay, Group, brute_force, cell, groups_of
+from service.evaluation.grid_replay import Counts, GridReplay, Group, cell, counts_of, groups_of
 from service.evaluation.labelled import LabelledQuery
 from service.flags import DecisionPoint
 
@@ -35,6 +35,15 @@ def random_groups(rng: random.Random, runs: int) -> list[Group]:
         )
         groups += groups_of(run, case, [rng.random() for _ in range(5)], GRID)
     return groups
+
+
+def brute_force(groups: list[Group], point: DecisionPoint) -> Counts:
+    """Every group replayed at the point: what `GridReplay` must count."""
+    totals = [0] * 5
+    for g in groups:
+        totals = [t + g.n * c for t, c in zip(totals, counts_of(g, point), strict=True)]
+    right, answers, wrong, answerable, covered = totals
+    return right, answers, wrong, answerable, covered
 
 
 def test_the_fast_replay_counts_what_replaying_every_point_counts() -> None:
