@@ -18,7 +18,7 @@ paraphrase cases (the keyword leg is phase 2's ranking of the same case).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +38,15 @@ class CorpusRuns:
     cases: Sequence[LabelledQuery]
     runs: Sequence[CaseRun]
     """Seed-rules runs at phases 1-3."""
+
+    def on_split(self, split: str, phase: int) -> Iterator[tuple[LabelledQuery, CaseRun, CaseRun | None]]:
+        """Each case of `split` with its seed-rules run at `phase` and at phase 2 (None when
+        missing), in the labelled set's order; cases without a run at `phase` are left out."""
+        by_key = {(r.case_id, r.phase): r for r in self.runs if r.policy == "seed_rules"}
+        for case in self.cases:
+            run = by_key.get((case.id, phase))
+            if case.split == split and run is not None:
+                yield case, run, by_key.get((case.id, 2))
 
 
 @dataclass
@@ -127,13 +136,8 @@ def leave_one_out(
     table: dict[str, dict[str, dict[str, float | int | None]]] = {policy: {} for policy in POLICIES}
     pooled = {policy: Tally() for policy in POLICIES}
     for corpus in corpora:
-        by_key = {(r.case_id, r.phase): r for r in corpus.runs if r.policy == "seed_rules"}
         totals = {policy: Tally() for policy in POLICIES}
-        for case in corpus.cases:
-            run = by_key.get((case.id, phase))
-            if case.split != "test" or run is None:
-                continue
-            phase2 = by_key.get((case.id, 2))
+        for case, run, phase2 in corpus.on_split("test", phase):
             keyword_ranked = phase2.ranked if phase2 is not None else ()
             totals[POLICIES[0]].add(tally(case, run, run.status, run.shown, run.options, keyword_ranked))
             status, shown, options = replay_calibrated(fit_without[corpus.name], run)
@@ -151,10 +155,8 @@ def per_kind(corpora: Sequence[CorpusRuns], phase: int = 3) -> dict[str, dict[st
     pooled over the corpora's test splits at `phase`: where the ranking, not the decision, fails."""
     counts: dict[str, Tally] = {}
     for corpus in corpora:
-        by_key = {(r.case_id, r.phase): r for r in corpus.runs if r.policy == "seed_rules"}
-        for case in corpus.cases:
-            run = by_key.get((case.id, phase))
-            if case.split != "test" or run is None or not case.pages:
+        for case, run, _ in corpus.on_split("test", phase):
+            if not case.pages:
                 continue
             t = counts.setdefault(case.kind, Tally())
             t.ranked += 1
@@ -204,11 +206,7 @@ def split_totals(
     collecting the runs with its flag off)."""
     total = Tally()
     for corpus in corpora:
-        by_key = {(r.case_id, r.phase): r for r in corpus.runs if r.policy == "seed_rules"}
-        for case in corpus.cases:
-            run = by_key.get((case.id, phase))
-            if case.split != split or run is None:
-                continue
+        for case, run, _ in corpus.on_split(split, phase):
             status, shown, options = replay_calibrated(fits[corpus.name], run)
             total.add(tally(case, run, status, shown, options))
     return {"cases": total.cases, "right": total.right, "wrong": total.wrong, "answers": total.answers}
