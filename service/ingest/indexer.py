@@ -191,8 +191,8 @@ async def index_embeddings(
             else:
                 fresh = await on_model_thread(embedder.embed_passages, items)
             made = {p.rep.input_hash: v for p, v in zip(missing, fresh, strict=True)}
-            if known is not None:
-                await asyncio.to_thread(known.put, list(made), np.asarray(fresh, dtype=np.float32))
+            if known is not None:  # by key: two chunks with the same input are one vector to keep
+                await asyncio.to_thread(known.put, list(made), np.asarray(list(made.values()), dtype=np.float32))
         from_known += len(batch) - len(missing)
         vectors = [have[k] if k in have else made[k] for k in keys]
         await pool.executemany(

@@ -330,3 +330,25 @@ async def test_a_second_database_takes_the_vectors_the_model_already_made(
             await other.close()
     finally:
         await _drop_database(pg_server, name)
+
+
+async def test_two_chunks_with_the_same_input_are_kept_as_one_vector(
+    pool: Any, real_embedder: Embedder, tmp_path: Any,
+) -> None:
+    """A page that repeats a section word for word (two "Notes" sections, same text) gives two
+    chunks with one model input: both get their vector, and the kept file holds it once."""
+    import sqlite3
+
+    from service.embedding.vector_cache import VectorCache
+
+    repeated = Document(slug="concepts/repeated", category="concepts", title="Repeated",
+                        content="# Repeated\n\nIntro text here.\n\n## Notes\n\nSame text.\n\n## Notes\n\nSame text.\n",
+                        keywords=(), content_hash="r")
+    known = VectorCache(tmp_path / "vectors", real_embedder.model_name, real_embedder.dim)
+    await insert_docs(pool, [repeated])
+    report = await index_embeddings(pool, CountingEmbedder(real_embedder), known=known)
+    chunks = await pool.fetchval("select count(*) from docs_knowledge_chunks")
+    assert report.embedded == chunks == 3
+    assert await pool.fetchval("select count(*) from chunk_embeddings") == 3
+    with sqlite3.connect(known.path) as conn:
+        assert conn.execute("select count(*) from vectors").fetchone()[0] == 2
