@@ -1,25 +1,13 @@
 """The console's conversation view in Debian's headless Chromium: type messages, click a
-clarification option, see the carried topic and the screen used. Same server as
-test_console.py (its module-scoped `service` fixture: a real `python -m service serve`)."""
+clarification option, see the carried topic and the screen used. Same server set-up as the
+other console tests (the module-scoped `service` fixture of tests/e2e/conftest.py: a real
+`python -m service serve`)."""
 
 from __future__ import annotations
 
-import pytest
+from tests.e2e.console_server import E2E, SHOTS, Service, launch_chromium
 
-from tests.e2e.test_console import (  # the fixture is imported so pytest can use it here
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    SHOTS,
-    Service,
-    service,
-)
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent: install Debian's "
-                       "`chromium` (.ci/run does) to run the console's browser tests"),
-]
-__all__ = ["service"]
+pytestmark = E2E
 
 
 def test_conversation_view(service: Service) -> None:
@@ -27,7 +15,7 @@ def test_conversation_view(service: Service) -> None:
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(pw)
         try:
             page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
             problems: list[str] = []

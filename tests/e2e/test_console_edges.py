@@ -1,31 +1,18 @@
 """Issue 35 item 3 in Debian's headless Chromium, one assertion per fix: the configured phase
 before the token, the evidence score and the explanation of that very number, insights that
 never advise the phase in force, the typed text in the review queue, a favicon. Same server
-set-up as test_console.py (its module-scoped `service` fixture: a real `python -m service serve`)."""
+set-up as the other console tests (the module-scoped `service` fixture of tests/e2e/conftest.py:
+a real `python -m service serve`)."""
 
 from __future__ import annotations
 
 import re
 
 import httpx
-import pytest
 
-from tests.e2e.test_console import (  # the fixture is imported so pytest can use it here
-    AUTH,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    SHOTS,
-    TOKEN,
-    Service,
-    service,
-)
+from tests.e2e.console_server import AUTH, E2E, SHOTS, TOKEN, Service, launch_chromium
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent: install Debian's "
-                       "`chromium` (.ci/run does) to run the console's browser tests"),
-]
-__all__ = ["service"]
+pytestmark = E2E
 
 
 def _explained(lines: list[str]) -> float:
@@ -52,7 +39,7 @@ def test_the_console_says_what_the_service_does(service: Service) -> None:
         httpx.post(f"{service.url}/retrieve", json={"query": f"zebra pancakes {n}"}, timeout=10)
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(pw)
         try:
             page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
             problems: list[str] = []

@@ -1,5 +1,5 @@
 """The console names the decision fit in force (issue 35 item 2), in Debian's headless Chromium,
-against a real `python -m service serve` (test_console.py's `service` fixture, a server of this
+against a real `python -m service serve` (the `service` fixture of tests/e2e/conftest.py, a server of this
 module's own): the fit file first, then a fit learned from reviewed traffic with the number of
 reviewed cases it was fitted on and its held-out figures, then the fit file again once restored."""
 
@@ -8,23 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.e2e.test_console import (  # the fixture is imported so pytest can use it here
-    AUTH,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    Service,
-    service,
-)
+from tests.e2e.console_server import AUTH, E2E, Service, launch_chromium
 from tests.integration.test_learning_loop import labelled_traffic, verdict
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent: install Debian's "
-                       "`chromium` (.ci/run does) to run the console's browser tests"),
-]
-__all__ = ["service"]
+pytestmark = E2E
 
 
 def _call(method: str, url: str, status: int, **kwargs: Any) -> Any:
@@ -53,7 +41,7 @@ def test_the_console_names_the_fit_in_force_and_its_held_out_figures(service: Se
     _call("PUT", f"{base}/admin/flags", 200, json={"name": "decision.policy", "value": "calibrated"})
     shipped = httpx.get(f"{base}/ready", timeout=10).json()["calibration"]
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(pw)
         try:
             page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
             page.goto(f"{base}/console")

@@ -1,30 +1,16 @@
 """The console's operator-loop panels in Debian's headless Chromium: review queue,
-insights with its chart, curations. Same server set-up as test_console.py (its
-module-scoped `service` fixture: a real `python -m service serve`)."""
+insights with its chart, curations. Same server set-up as the other console tests (the
+module-scoped `service` fixture of tests/e2e/conftest.py: a real `python -m service serve`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.e2e.test_console import (  # the fixture is imported so pytest can use it here
-    AUTH,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    SHOTS,
-    TOKEN,
-    Service,
-    service,
-)
+from tests.e2e.console_server import AUTH, E2E, SHOTS, TOKEN, Service, launch_chromium
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent: install Debian's "
-                       "`chromium` (.ci/run does) to run the console's browser tests"),
-]
-__all__ = ["service"]
+pytestmark = E2E
 
 QUERIES = ["explain workspace", "where are my shortcuts?", "what is home", "quick links",
            "how do I open the navigator", "send an email"]
@@ -49,7 +35,7 @@ def test_review_insights_and_curations_panels(service: Service) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(pw)
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             page = context.new_page()
