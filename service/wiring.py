@@ -20,7 +20,7 @@ from service.embedding.backends import load_embedder as load_backend
 from service.embedding.backends import onnx_cache_dir
 from service.embedding.batcher import QueryBatcher
 from service.embedding.documents import document_embedder
-from service.embedding.vector_cache import Recomputing, known_vectors
+from service.embedding.vector_cache import Recomputing, kept_for
 from service.flags import Flags
 from service.ingest.indexer import IndexReport, KnownVectors, active_model, index_embeddings
 from service.ingest.model_thread import on_model_thread
@@ -141,8 +141,7 @@ async def ensure_embeddings(
         status.indexing = True
         # Documents may go to an embedding server (EMBEDDING_REMOTE_URL); queries stay local.
         async with document_embedder(embedder, st.flags.embedding) as (documents, batch_size):
-            kept = known_vectors(status.cache_dir, embedder.model_name, embedder.dim,
-                                 st.flags.embedding.keep_vectors and documents is embedder)
+            kept = kept_for(status.cache_dir, embedder, documents, st.flags.embedding.keep_vectors)
             known: KnownVectors | None = Recomputing(kept) if recompute and kept is not None else kept
             report = await index_embeddings(
                 st.pool, documents, batch_size=batch_size, progress=log.info,

@@ -8,7 +8,7 @@ from typing import Any
 from service.embedding.backends import load_embedder, onnx_cache_dir
 from service.embedding.base import available_cores
 from service.embedding.documents import document_embedder
-from service.embedding.vector_cache import known_vectors
+from service.embedding.vector_cache import kept_for
 from service.flags import Flags
 from service.ingest.indexer import IndexReport, index_embeddings
 from service.ingest.model_thread import on_model_thread
@@ -26,8 +26,7 @@ async def embed_corpus(pool: Any, settings: Settings, flags: Flags) -> IndexRepo
         flags.embedding.threads or available_cores(),
     )
     async with document_embedder(local, flags.embedding) as (documents, batch_size):
-        known = known_vectors(cache_dir, local.model_name, local.dim,
-                              flags.embedding.keep_vectors and documents is local)
+        known = kept_for(cache_dir, local, documents, flags.embedding.keep_vectors)
         return await index_embeddings(
             pool, documents, batch_size=batch_size, progress=log.info, kinds=flags.semantic.representations,
             known=known,

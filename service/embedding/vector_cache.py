@@ -17,9 +17,13 @@ import os
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from service.embedding.base import WindowedEmbedder
 
 BUSY_TIMEOUT_S = 30.0
 """Another process writing the same file waits at most this long (SQLite's lock)."""
@@ -99,3 +103,10 @@ def known_vectors(
         return None
     configured = (os.environ if env is None else env).get("EMBEDDING_VECTORS_DIR", "").strip()
     return VectorCache(Path(configured).expanduser() if configured else model_cache_dir / "vectors", model, dim)
+
+
+def kept_for(cache_dir: Path, local: WindowedEmbedder, documents: object, keep: bool) -> VectorCache | None:
+    """The cache an index run reads and fills, or None: only vectors the local model computes are
+    kept (`documents` is `local` unless EMBEDDING_REMOTE_URL sends documents to a server, whose
+    vectors are checked against the local model's but not its own)."""
+    return known_vectors(cache_dir, local.model_name, local.dim, keep and documents is local)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from service.embedding.vector_cache import VectorCache, known_vectors
+from service.embedding.vector_cache import VectorCache, kept_for, known_vectors
 from service.evaluation.cache import CachedEmbedder
 
 
@@ -38,6 +39,15 @@ def test_the_flag_and_the_directory(tmp_path: Path) -> None:
     assert beside is not None and beside.path.parent == tmp_path / "vectors"
     chosen = known_vectors(tmp_path, "m", 3, enabled=True, env={"EMBEDDING_VECTORS_DIR": str(tmp_path / "v")})
     assert chosen is not None and chosen.path.parent == tmp_path / "v"
+
+
+def test_vectors_from_an_embedding_server_are_not_kept(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.delenv("EMBEDDING_VECTORS_DIR", raising=False)
+    local, server = Counting(), object()
+    kept = kept_for(tmp_path, local, local, keep=True)  # type: ignore[arg-type]
+    assert kept is not None and kept.path.parent == tmp_path / "vectors" and kept.dim == 2
+    assert kept_for(tmp_path, local, server, keep=True) is None  # type: ignore[arg-type]
+    assert kept_for(tmp_path, local, local, keep=False) is None  # type: ignore[arg-type]
 
 
 class Counting:
