@@ -13,12 +13,12 @@ import logging
 from typing import Any
 
 import pytest
-from conftest import ADMIN_TOKEN_FOR_TESTS
 from litestar.testing import AsyncTestClient
 
 from service.api import auth
 from service.app import create_app
 from service.settings import Settings, load_settings
+from tests.conftest import ADMIN_TOKEN_FOR_TESTS
 
 ADMIN_GET = "/admin/flags"  # read-only admin endpoint
 

@@ -15,13 +15,13 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from conftest import LOGSEQ_DOCS
 
 from service.db.embedded import free_port
 from service.ingest.chunker import chunk_document
 from service.ingest.markdown import SeedError
 from service.ingest.seeder import SeedOptions, seed
 from service.settings import PROJECT_ROOT
+from tests.conftest import LOGSEQ_DOCS
 
 SEED_CATEGORIES = ["actions", "concepts", "widgets"]
 

@@ -292,11 +292,11 @@ async def test_a_second_database_takes_the_vectors_the_model_already_made(
     is indexed without running the model; a changed page meets the model for its new text only,
     and what a search returns is the same either way."""
     import asyncpg
-    from conftest import MIGRATIONS_DIR, _create_database, _drop_database
 
     from service.db.migrate import migrate_up
     from service.db.pool import create_pool
     from service.embedding.vector_cache import VectorCache
+    from tests.conftest import MIGRATIONS_DIR, _create_database, _drop_database
 
     known = VectorCache(tmp_path / "vectors", real_embedder.model_name, real_embedder.dim)
     first = CountingEmbedder(real_embedder)

@@ -48,7 +48,6 @@ from typing import Any
 import msgspec
 import pytest
 import schemathesis
-from conftest import FIXTURE_SEEDS, MIGRATIONS_DIR, PgServer, _create_database, _drop_database
 from hypothesis import HealthCheck, settings
 from litestar import Litestar
 from litestar.serialization import encode_json
@@ -62,6 +61,7 @@ from service.ingest.markdown import parse_seeds
 from service.normalize.text import clean
 from service.operations import OPS_KEY, Operations
 from service.settings import PROJECT_ROOT, Settings
+from tests.conftest import FIXTURE_SEEDS, MIGRATIONS_DIR, PgServer, _create_database, _drop_database
 
 FUZZ_TOKEN = "fuzz-admin-token-0123456789abcdef"
 MAX_EXAMPLES = 30
