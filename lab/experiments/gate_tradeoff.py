@@ -35,15 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
 from service.decide.calibration import CORPUS_SCALED, FEATURES, CalibrationModel
-from service.decide.decider import replayed_status
-from service.evaluation.cross_corpus import CorpusRuns, Tally, tally
-from service.evaluation.decision_metrics import CaseRun, top_is_right
+from service.evaluation.cross_corpus import CorpusRuns, Tally, calibrated_tally, clear_answer
+from service.evaluation.decision_metrics import CaseRun, best_threshold, risk_coverage, top_is_right
 from service.evaluation.decisions import Collected, calibrated_p, fit, merge
-from service.evaluation.labelled import LabelledQuery, load_query_set
-from service.flags import DecisionFlags
+from service.evaluation.labelled import LabelledQuery, load_labelled_set
 
 FLOORS = (0.90, 0.92, 0.94, 0.95, 0.96, 0.975)
 MAX_WRONG = 0.05
@@ -54,25 +51,19 @@ def _load(spec: str) -> tuple[list[LabelledQuery], Collected]:
     queries, _, signals = spec.partition("=")
     if not signals:
         raise SystemExit(f"--set {spec}: expected QUERIES.yaml=SIGNALS.json")
-    cases = load_query_set(Path(queries))
+    corpus, cases = load_labelled_set(Path(queries))
     collected = msgspec.json.decode(Path(signals).read_bytes(), type=Collected)
-    corpus = str(yaml.safe_load(Path(queries).read_text(encoding="utf-8")).get("corpus", Path(queries).stem))
     if collected.corpus != corpus:
         raise SystemExit(f"--set {spec}: the signals are of {collected.corpus}, the set of {corpus}")
     return cases, collected
 
 
-def _clear(case: LabelledQuery) -> bool:
-    """An in-domain case whose right decision is a plain answer (what 'needless' is counted on)."""
-    return case.decision == "answer" and case.kind not in ("multi_intent", "out_of_domain")
-
-
 def auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """ROC AUC by ranks (ties count half): the chance a right first page outranks a wrong one."""
-    pos = [s for s, y in zip(scores, labels, strict=True) if y]
-    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg)) if pos and neg else float("nan")
+    """ROC AUC (scikit-learn's; NaN when only one class is present): the chance a right first
+    page's p is above a wrong one's, ties counting half."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(labels, scores)) if len(set(labels)) == 2 else float("nan")
 
 
 def at_floor(
@@ -82,15 +73,8 @@ def at_floor(
     it, its answer point raised to `floor` (None: the fit's own points)."""
     pooled, per = Tally(), {}
     for corpus in corpora:
-        model, t = fits[corpus.name], Tally()
-        point = model.points(DecisionFlags()).at(PHASE)
-        if floor is not None:
-            point = msgspec.structs.replace(point, answer_p=max(floor, point.answer_p))
-        for case, run, _ in corpus.on_split("test", PHASE):
-            status, shown, options = replayed_status(run, calibrated_p(model, run), point)
-            t.add(tally(case, run, status, shown, options))
-        pooled.add(t)
-        per[corpus.name] = t
+        per[corpus.name] = calibrated_tally(corpus, fits[corpus.name], "test", PHASE, floor)
+        pooled.add(per[corpus.name])
     return pooled, per
 
 
@@ -112,26 +96,16 @@ class Oracle:
 
 
 def oracle(corpora: Sequence[CorpusRuns], fits: Mapping[str, CalibrationModel]) -> Oracle:
-    scored = []
-    in_domain = 0
-    for corpus in corpora:
-        for case, run, _ in corpus.on_split("test", PHASE):
-            right = top_is_right(case, run.ranked)
-            scored.append((calibrated_p(fits[corpus.name], run), right, _clear(case) and right))
-            in_domain += case.kind != "out_of_domain"
-    scored.sort(key=lambda s: -s[0])
-    clear_right = sum(c for _, _, c in scored)
-    base = Oracle(cases=len(scored), in_domain=in_domain, clear_right=clear_right,
-                  auc=auc([s[0] for s in scored], [s[1] for s in scored]))
-    best = base
-    wrong = answered_clear = 0
-    for answered, (p, right, clear) in enumerate(scored, start=1):
-        wrong += not right
-        answered_clear += clear
-        tie_follows = answered < len(scored) and scored[answered][0] == p  # p ≥ t takes every equal p
-        if not tie_follows and wrong / answered <= MAX_WRONG:
-            best = replace(base, threshold=p, answers=answered, wrong=wrong, unanswered=clear_right - answered_clear)
-    return best
+    scored = [(calibrated_p(fits[corpus.name], run), case, top_is_right(case, run.ranked))
+              for corpus in corpora for case, run, _ in corpus.on_split("test", PHASE)]
+    clear_right = [p for p, case, right in scored if clear_answer(case) and right]
+    base = Oracle(cases=len(scored), in_domain=sum(case.kind != "out_of_domain" for _, case, _ in scored),
+                  clear_right=len(clear_right), auc=auc([p for p, _, _ in scored], [right for _, _, right in scored]))
+    best = best_threshold(risk_coverage([(p, True, right) for p, _, right in scored]), MAX_WRONG)
+    if best is None:
+        return base
+    return replace(base, threshold=best.threshold, answers=best.answers, wrong=round(best.risk * best.answers),
+                   unanswered=sum(p < best.threshold for p in clear_right))
 
 
 def _leg_ranks(run: CaseRun, keyword: Sequence[str]) -> list[float]:

@@ -28,11 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
-import yaml
 
 from service.evaluation.decision_metrics import CaseRun
 from service.evaluation.decisions import policy_flags, run_case
-from service.evaluation.labelled import KINDS, LabelledQuery, load_query_set
+from service.evaluation.labelled import KINDS, LabelledQuery, load_labelled_set
 from service.flags import Flags
 from service.ingest.seeder import SeedOptions, default_chunker, prepare
 from service.scoring.indexes import release_notes_pages
@@ -142,8 +141,7 @@ def choose(corpora: Sequence[Corpus]) -> float:
 
 
 async def run_corpus(queries: Path, seeds: Path) -> Corpus:
-    cases = load_query_set(queries)
-    name = str(yaml.safe_load(queries.read_text(encoding="utf-8"))["corpus"])
+    name, cases = load_labelled_set(queries)
     base = Flags()
     documents, chunks, _ = prepare(seeds, default_chunker(base.chunking.max_tokens), SeedOptions.from_flags(base))
     pipeline = make_pipeline(seeds, lambda: base)

@@ -36,7 +36,7 @@ from service.evaluation.decisions import (
     threshold_notes,
 )
 from service.evaluation.harness import say
-from service.evaluation.labelled import LabelledQuery, QuerySetError, load_query_set
+from service.evaluation.labelled import LabelledQuery, QuerySetError, load_labelled_set
 from service.flags import load_flags
 from service.settings import Settings
 
@@ -44,13 +44,10 @@ from service.settings import Settings
 # -- commands ------------------------------------------------------------------
 def _load_cases(path: Path) -> tuple[list[LabelledQuery], str] | None:
     try:
-        cases = load_query_set(path)
+        corpus, cases = load_labelled_set(path)
     except QuerySetError as err:
         print(f"error: {err}", file=sys.stderr)
         return None
-    import yaml
-
-    corpus = str(yaml.safe_load(path.read_text(encoding="utf-8")).get("corpus", path.stem))
     return cases, corpus
 
 

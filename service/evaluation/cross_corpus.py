@@ -22,6 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from service.decide.calibration import CalibrationModel
 from service.decide.decider import replayed_status
 from service.evaluation.decision_metrics import CaseRun, right_outcome, top_is_right
@@ -110,8 +112,7 @@ def tally(
         t.ood_no_match = int(status == "no_match")
     else:
         t.in_domain = 1
-        clear = case.decision == "answer" and case.kind != "multi_intent"
-        t.needless = int(clear and status == "clarify" and top_is_right(case, run.ranked))
+        t.needless = int(clear_answer(case) and status == "clarify" and top_is_right(case, run.ranked))
     if run.phase == 3 and case.kind in LEG_KINDS:
         t.legs["n"] = 1
         t.legs["fused"] = int(in_top3(case, run.ranked))
@@ -120,12 +121,34 @@ def tally(
     return t
 
 
-def replay_calibrated(model: CalibrationModel, run: CaseRun) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """What `decision.policy: calibrated` with `model` (and its own points) decides on a seed-rules run."""
+def clear_answer(case: LabelledQuery) -> bool:
+    """An in-domain case whose right decision is one plain answer: where a question is needless
+    when the first page is right."""
+    return case.decision == "answer" and case.kind != "multi_intent"
+
+
+def replay_calibrated(
+    model: CalibrationModel, run: CaseRun, answer_floor: float | None = None,
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """What `decision.policy: calibrated` with `model` (and its own points) decides on a seed-rules
+    run; `answer_floor`: its answer point raised to at least that."""
     from service.evaluation.decisions import calibrated_p
 
     point = model.points(DecisionFlags()).at(run.phase)
+    if answer_floor is not None:
+        point = msgspec.structs.replace(point, answer_p=max(answer_floor, point.answer_p))
     return replayed_status(run, calibrated_p(model, run), point)
+
+
+def calibrated_tally(
+    corpus: CorpusRuns, model: CalibrationModel, split: str, phase: int = 3, answer_floor: float | None = None,
+) -> Tally:
+    """One corpus's counts on `split` under the calibrated policy with `model` (`replay_calibrated`)."""
+    total = Tally()
+    for case, run, _ in corpus.on_split(split, phase):
+        status, shown, options = replay_calibrated(model, run, answer_floor)
+        total.add(tally(case, run, status, shown, options))
+    return total
 
 
 def leave_one_out(
@@ -206,7 +229,5 @@ def split_totals(
     collecting the runs with its flag off)."""
     total = Tally()
     for corpus in corpora:
-        for case, run, _ in corpus.on_split(split, phase):
-            status, shown, options = replay_calibrated(fits[corpus.name], run)
-            total.add(tally(case, run, status, shown, options))
+        total.add(calibrated_tally(corpus, fits[corpus.name], split, phase))
     return {"cases": total.cases, "right": total.right, "wrong": total.wrong, "answers": total.answers}

@@ -91,21 +91,31 @@ def split_of(case_id: str) -> Split:
 
 
 def load_query_set(path: Path | str) -> list[LabelledQuery]:
+    return load_labelled_set(path)[1]
+
+
+def load_labelled_set(path: Path | str) -> tuple[str, list[LabelledQuery]]:
+    """The corpus a query set labels (its `corpus:`) and its cases."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise QuerySetError(f"{path}: {exc}") from exc
-    return parse_query_set(text, str(path))
+    return parse_labelled_set(text, str(path))
 
 
 def parse_query_set(text: str, source: str = "<text>") -> list[LabelledQuery]:
-    """Cases from YAML text; every problem is reported with `source` and the case's id."""
+    return parse_labelled_set(text, source)[1]
+
+
+def parse_labelled_set(text: str, source: str = "<text>") -> tuple[str, list[LabelledQuery]]:
+    """The corpus and the cases from YAML text; every problem is reported with `source` and the case's id."""
     try:
         data = yaml.safe_load(text)
-        raw_cases = msgspec.convert(data, _QuerySetFile).cases
+        query_set = msgspec.convert(data, _QuerySetFile)
     except (yaml.YAMLError, msgspec.ValidationError) as exc:
         raise QuerySetError(f"{source}: {exc}") from exc
+    raw_cases = query_set.cases
     cases: list[LabelledQuery] = []
     ids: set[str] = set()
     queries: dict[str, str] = {}
@@ -126,7 +136,7 @@ def parse_query_set(text: str, source: str = "<text>") -> list[LabelledQuery]:
         ids.add(case.id)
         queries[key] = case.id
         cases.append(case)
-    return cases
+    return query_set.corpus, cases
 
 
 def _problem(case: LabelledQuery) -> str | None:
