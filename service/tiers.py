@@ -55,11 +55,6 @@ Indexes = Callable[[], CorpusIndexes]
 """The corpus in memory now (raises `CorpusNotLoaded` when there is none)."""
 
 
-def stub_pages(indexes: CorpusIndexes, flags: Flags) -> Callable[[str], bool]:
-    """Pages marked stub at seed: a query naming one is not answered by its title alone."""
-    return indexes.is_stub
-
-
 def part_rankings(index: KeywordIndex, ctx: TierContext) -> tuple[list[Evidence], ...]:
     """Each part of a multi-intent query searched alone (the head of each ranking is all the
     decision reads); none for a single need."""
@@ -143,7 +138,7 @@ class KeywordTier:
         }
         return Candidates(
             phase=self.phase, ranking=results, parts=part_rankings(index, ctx),
-            is_stub=stub_pages(indexes, flags), stats=stats,
+            is_stub=indexes.is_stub, stats=stats,
             explained=with_sections(hits.explained, indexes, ctx) if self.phase == 1 else hits.explained,
         )
 
@@ -166,7 +161,7 @@ class HybridTier:
     async def run(self, ctx: TierContext) -> Candidates:
         retriever = self.retriever()
         flags = ctx.flags
-        is_stub = stub_pages(retriever.indexes, flags)
+        is_stub = retriever.indexes.is_stub
         parts: list[tuple[list[Evidence], ...]] = []
         candidates = await retriever.retrieve(
             ctx.query, flags, category=ctx.category, notes=ctx.notes,
@@ -175,8 +170,7 @@ class HybridTier:
         )
         # The keyword leg as phase 2 ranks it, with the page-type and operator priors (fusion
         # applies them to the fused scores only), so a decision read off this leg does not bring a
-        # release-notes page back. Stubs keep 1 here, as before: at phase 3 a clarification may
-        # still offer a stub the user names (Logseq's "Left sidebar", "Android"; golden dialogues).
+        # release-notes page back.
         keyword = lowered(candidates.keyword, page_factor(retriever.indexes, flags, ctx.query))
         if not ctx.query.is_multi_intent:
             keyword = dedupe_per_document(keyword, flags.retrieval.max_chunks_per_doc)[0]

@@ -52,7 +52,8 @@ from service.settings import PROJECT_ROOT
 os.environ.setdefault("EMBEDDING_CACHE_DIR", str(PROJECT_ROOT / ".cache" / "models"))
 # Document vectors kept for this session only (embedding.keep_vectors): every corpus is embedded
 # once per session, however many apps and servers seed it, and never taken from an earlier run.
-os.environ.setdefault("EMBEDDING_VECTORS_DIR", tempfile.mkdtemp(prefix="test-vectors-"))
+if "EMBEDDING_VECTORS_DIR" not in os.environ:  # this module is imported twice (conftest, tests.conftest)
+    os.environ["EMBEDDING_VECTORS_DIR"] = tempfile.mkdtemp(prefix="test-vectors-")
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 FIXTURE_SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 TEMPLATE_DB = "test_template_vector"

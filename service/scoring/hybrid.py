@@ -109,7 +109,7 @@ class Fused:
     explain_keyword: Callable[[Evidence], Evidence] | None
     """Completes a keyword-leg candidate (None: the keyword evidence is complete already)."""
     priors: dict[str, float] = field(default_factory=dict)
-    """The factor of each page whose score a page prior changed (release notes, an operator's boost)."""
+    """The factor of each page whose score a page prior lowered (release notes, an operator's factor < 1)."""
 
     def line(self, key: ChunkKey) -> str:
         parts = self.parts[key]
@@ -127,7 +127,7 @@ class Fused:
         )
 
     def _discount(self, key: ChunkKey, score: float) -> str:
-        """The short-page factor and the score it leaves ("" for a page it did not lower)."""
+        """The page prior's factor and the score it leaves ("" for a page it did not lower)."""
         prior = self.priors.get(key[0])
         return "" if prior is None else f" × page prior {prior:.2f} = {score * prior:.4f}"
 
