@@ -109,7 +109,8 @@ class Fused:
     explain_keyword: Callable[[Evidence], Evidence] | None
     """Completes a keyword-leg candidate (None: the keyword evidence is complete already)."""
     priors: dict[str, float] = field(default_factory=dict)
-    """The factor of each page whose score a page prior lowered (release notes, an operator's factor < 1)."""
+    """The factor of each page whose score a page prior changed (release notes lower a page, an
+    operator's `retrieval.page_boosts` lower or raise one)."""
 
     def line(self, key: ChunkKey) -> str:
         parts = self.parts[key]
@@ -127,7 +128,7 @@ class Fused:
         )
 
     def _discount(self, key: ChunkKey, score: float) -> str:
-        """The page prior's factor and the score it leaves ("" for a page it did not lower)."""
+        """The page prior's factor and the score it leaves ("" for a page it did not change)."""
         prior = self.priors.get(key[0])
         return "" if prior is None else f" × page prior {prior:.2f} = {score * prior:.4f}"
 
@@ -157,7 +158,7 @@ class Fused:
         )
 
     def _score(self, key: ChunkKey) -> float:
-        """The candidate's own fused score (after the short-page factor), as `line` computes it."""
+        """The candidate's own fused score (after its page prior), as `line` computes it."""
         parts = self.parts[key]
         score = parts.fused if isinstance(parts, FusedScore) else parts[2]
         return score * self.priors.get(key[0], 1.0)
@@ -178,7 +179,8 @@ def fuse_evidence(
 ) -> Fused:
     """`hybrid` candidates for every chunk either leg found, best first, without text.
 
-    `page_prior` (a page's slug -> a factor ≤ 1) scales each candidate's fused score.
+    `page_prior` (a page's slug -> its factor, `page_priors.page_factor`) scales each
+    candidate's fused score.
     """
     by_key: dict[ChunkKey, Evidence] = {_key_of(e): e for e in keyword}
     by_hit: dict[ChunkKey, SemanticHit] = {}
@@ -216,7 +218,7 @@ def fuse_evidence(
     return Fused(
         ranking=results, keyword=by_key, hits=by_hit, parts=parts, query_type=query_type, weights=weights,
         rrf_k=rrf_k, doc_info=doc_info, chunk_text=chunk_text, explain_keyword=explain_keyword,
-        priors={slug: prior for slug, prior in priors.items() if prior < 1.0},
+        priors={slug: prior for slug, prior in priors.items() if prior != 1.0},
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from service.decide.seed_rules_phase3 import decide_hybrid
 from service.domain.signals import SemanticSignal
@@ -143,6 +144,20 @@ def test_fused_evidence_covers_both_legs_and_explains_weights() -> None:
     assert decided.match_explain == (*notes.match_explain, "calibrated p")
     elsewhere = msgspec.structs.replace(ev("concepts/other", 1.0), source="keyword")
     assert fused.explained(elsewhere) == elsewhere
+
+
+@pytest.mark.parametrize(("factor", "shown"), [(0.5, " × page prior 0.50 = 0.3500"), (2.0, " × page prior 2.00 = 1.4000")])
+def test_a_page_prior_that_lowers_or_raises_a_page_is_in_its_explanation(factor: float, shown: str) -> None:
+    # An operator reading why a page ranked where it did sees the boost as well as the demotion.
+    fused = fuse_evidence(
+        [], [hit("concepts/workspace", 0.7), hit("concepts/notes", 0.6)], method=FusionMethod.weighted,
+        weights=(0.3, 0.7), query_type="mixed", rrf_k=60, doc_info=lambda slug: ("doc-hash", "summary"),
+        chunk_text=lambda key: "", page_prior=lambda slug: factor if slug == "concepts/workspace" else 1.0,
+    )
+    by_slug = {e.doc_slug: e for e in fused.ranking}
+    assert by_slug["concepts/workspace"].score == pytest.approx(0.7 * factor)
+    assert fused.explained(by_slug["concepts/workspace"]).match_explain[-1].endswith(shown)
+    assert "page prior" not in fused.explained(by_slug["concepts/notes"]).match_explain[-1]
 
 
 def test_a_semantic_hit_without_a_page_summary_shows_its_chunk_text_from_the_corpus() -> None:
