@@ -8,10 +8,6 @@ browser is ever downloaded.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +17,8 @@ import httpx
 import pytest
 
 from service.db.embedded import free_port
-from service.readiness import wait_url_ready_sync
 from service.settings import PROJECT_ROOT
-from tests.conftest import quiet_flags_file
+from tests.serve_process import start_serve, stop, wait_ready
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = PROJECT_ROOT / "test-output" / "console"
@@ -69,28 +64,11 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     tmp = tmp_path_factory.mktemp("console")
     log = tmp / "serve.log"
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DOC_RETRIEVAL_PHASE",
-                                                            "DOC_RETRIEVAL_ENABLED")}
-    # The kill switch out of reach: the console's phase switch, kill and reset are
+    # The kill switch out of reach (serve_env): the console's phase switch, kill and reset are
     # the operator's, and a busy machine must not flip the phase under the test.
-    env.update(ADMIN_TOKEN=TOKEN, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               FLAGS_FILE=str(quiet_flags_file()))
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(port), "--data-dir", str(tmp / "pg")],
-            cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
+    proc = start_serve(tmp / "pg", port, log, env={"ADMIN_TOKEN": TOKEN})
     try:
-        def alive() -> None:
-            assert proc.poll() is None, f"server exited early:\n{log.read_text()[-3000:]}"
-
-        wait_url_ready_sync(url, timeout_s=READY_TIMEOUT_S, check_alive=alive)
-        yield Service(url=url, log=log)
+        wait_ready(proc, port, log, timeout_s=READY_TIMEOUT_S)
+        yield Service(url=f"http://127.0.0.1:{port}", log=log)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, log)

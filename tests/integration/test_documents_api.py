@@ -3,12 +3,7 @@ at seed, and Logseq's documentation served as `SEEDS_DIR` (issue 17)."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +15,8 @@ from service.db.embedded import free_port
 from service.ingest.chunker import chunk_document
 from service.ingest.markdown import SeedError
 from service.ingest.seeder import SeedOptions, seed
-from service.settings import PROJECT_ROOT
 from tests.conftest import LOGSEQ_DOCS
+from tests.serve_process import start_serve, stop, wait_ready
 
 SEED_CATEGORIES = ["actions", "concepts", "widgets"]
 
@@ -149,15 +144,9 @@ def test_serve_with_seeds_dir_pointing_at_logseq_docs(tmp_path: Path, logseq_cli
     seed finds every page unchanged and every vector present, so the suite embeds
     the corpus once (the embedded-server path of `serve` is tested in test_serve.py)."""
     port, log = free_port(), tmp_path / "serve.log"
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
-    env.update(SEEDS_DIR=str(LOGSEQ_DOCS), DATABASE_URL=logseq_dsn, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(port), "--data-dir", str(tmp_path / "pg")],
-            cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
+    proc = start_serve(tmp_path / "pg", port, log, env={"SEEDS_DIR": str(LOGSEQ_DOCS), "DATABASE_URL": logseq_dsn})
     try:
-        ready = _wait_ready(proc, port, log)
+        ready = wait_ready(proc, port, log, timeout_s=READY_TIMEOUT_S)
         assert ready["documents"] == 238 and ready["semantic_ready"] is True
         text = log.read_text()
         # Every chunk's vector was already there: nothing embedded, all reused.
@@ -168,25 +157,6 @@ def test_serve_with_seeds_dir_pointing_at_logseq_docs(tmp_path: Path, logseq_cli
         response = httpx.post(f"http://127.0.0.1:{port}/retrieve", json={"query": "flashcards"})
         assert response.json()["results"][0]["doc_slug"] == "flashcards", response.text
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-    assert proc.returncode == 0, log.read_text()[-3000:]
+        stop(proc, log)
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], port: int, log: Path) -> dict[str, Any]:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"server exited early:\n{log.read_text()[-3000:]}"
-        try:
-            response = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2)
-            if response.status_code == 200:
-                body: dict[str, Any] = response.json()
-                return body
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"not ready in {READY_TIMEOUT_S}s:\n{log.read_text()[-3000:]}")

@@ -23,12 +23,12 @@ import httpx
 import pytest
 import yaml
 from litestar.testing import AsyncTestClient
-from test_serve import _alive, _postgres_pids, _start, _wait_gone, _wait_ready
 
 from service.app import create_app
 from service.db.embedded import EmbeddedPostgres, free_port
 from service.settings import PROJECT_ROOT, Settings
 from tests.conftest import quiet_flags_file
+from tests.serve_process import postgres_pids, start_serve, wait_gone, wait_ready
 
 
 @pytest.mark.slow
@@ -78,14 +78,15 @@ def test_sigterm_drains_in_flight_requests(tmp_path: Path, fixture_seeds: Path) 
     flags["decision"] = {"policy": "seed_rules"}
     flags_file = tmp_path / "flags.yaml"
     flags_file.write_text(yaml.safe_dump(flags), encoding="utf-8")
-    proc = _start(data_dir, fixture_seeds, port, log, argv=[str(Path(__file__).with_name("held_serve.py"))],
-                  # The drain's deadline is not under test: a busy machine must not reach it.
-                  env={"HOLD_DIR": str(hold), "GRACEFUL_SHUTDOWN_SECONDS": "300", "FLAGS_FILE": str(flags_file)})
+    proc = start_serve(data_dir, port, log, argv=[str(Path(__file__).with_name("held_serve.py"))],
+                       # The drain's deadline is not under test: a busy machine must not reach it.
+                       env={"SEEDS_DIR": str(fixture_seeds), "HOLD_DIR": str(hold),
+                            "GRACEFUL_SHUTDOWN_SECONDS": "300", "FLAGS_FILE": str(flags_file)})
     try:
         (hold / "release").touch()  # readiness itself needs no holding
-        _wait_ready(proc, port, log)
+        wait_ready(proc, port, log, timeout_s=120, semantic=False)
         (hold / "release").unlink()
-        pids = _postgres_pids(data_dir)
+        pids = postgres_pids(data_dir)
         n = 24
 
         async def burst() -> list[Any]:
@@ -116,7 +117,7 @@ def test_sigterm_drains_in_flight_requests(tmp_path: Path, fixture_seeds: Path) 
         assert body["status"] == "answer" and body["phase"] == 3 and body["fallback_path"] == [], body
         cited = {c["doc_slug"] for s in body["sections"] for c in s.get("citations", [])}
         assert "concepts/workspace" in cited, cited
-    _wait_gone(pids)
+    wait_gone(pids)
     assert not (data_dir / "postmaster.pid").exists()
 
 
@@ -202,13 +203,10 @@ def test_sigterm_during_a_cli_command_stops_its_embedded_postgres(tmp_path: Path
         while PostmasterPid.read(data_dir) is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert PostmasterPid.read(data_dir) is not None, "eval never started its database"
-        pids = _postgres_pids(data_dir)
+        pids = postgres_pids(data_dir)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) != 0
     finally:
         if proc.poll() is None:
             proc.kill()
-    deadline = time.monotonic() + 30
-    while _alive(pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pids)
+    wait_gone(pids)

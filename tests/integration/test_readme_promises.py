@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,17 +19,10 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from test_serve import _start, _stop
 
 from service.db.embedded import free_port
 from service.settings import PROJECT_ROOT
-from tests.conftest import quiet_flags_file
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ADMIN_TOKEN")}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", FLAGS_FILE=str(quiet_flags_file()), **extra)
-    return env
+from tests.serve_process import serve_env, start_serve, stop
 
 
 def _nowhere() -> str:
@@ -58,8 +50,8 @@ def _wait_listening(port: int, alive: Any, timeout_s: float = 180) -> None:
 def test_glossary_answers_over_http_while_the_database_never_came_up(tmp_path: Path) -> None:
     log, port = tmp_path / "serve.log", free_port()
     # The real seeds directory: the glossary is seeds/core_concepts.yaml.
-    proc = _start(tmp_path / "unused", PROJECT_ROOT / "seeds", port, log,
-                  env={"DATABASE_URL": _nowhere(), "DB_CONNECT_TIMEOUT": "600"})
+    proc = start_serve(tmp_path / "unused", port, log, env={
+        "SEEDS_DIR": str(PROJECT_ROOT / "seeds"), "DATABASE_URL": _nowhere(), "DB_CONNECT_TIMEOUT": "600"})
     try:
         def alive() -> None:
             assert proc.poll() is None, log.read_text()[-3000:]
@@ -73,7 +65,7 @@ def test_glossary_answers_over_http_while_the_database_never_came_up(tmp_path: P
         assert (body["status"], body["phase"]) == ("answer", 0)
         assert body["results"][0]["source"] == "cache" and body["results"][0]["doc_slug"] == "concepts/workspace"
         assert [step["tier"] for step in body["fallback_path"]] == ["phase3", "phase2", "phase1"]
-        _stop(proc, log)
+        stop(proc, log)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -82,7 +74,7 @@ def test_glossary_answers_over_http_while_the_database_never_came_up(tmp_path: P
 def test_serve_exits_1_when_db_connect_timeout_runs_out(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "service", "serve", "--port", str(free_port())],
-        env=_env(DATABASE_URL=_nowhere(), DB_CONNECT_TIMEOUT="1"), cwd=PROJECT_ROOT,
+        env=serve_env({"DATABASE_URL": _nowhere(), "DB_CONNECT_TIMEOUT": "1"}), cwd=PROJECT_ROOT,
         capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 1, result.stderr[-3000:]
@@ -104,7 +96,7 @@ async def test_missing_vector_extension_stops_start_up_with_a_clear_message(db_u
         await conn.close()
     result = subprocess.run(
         [sys.executable, "-m", "service", "serve", "--port", str(free_port())],
-        env=_env(DATABASE_URL=db_url, DB_CONNECT_TIMEOUT="30"), cwd=PROJECT_ROOT,
+        env=serve_env({"DATABASE_URL": db_url, "DB_CONNECT_TIMEOUT": "30"}), cwd=PROJECT_ROOT,
         capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 1, result.stderr[-3000:]
@@ -117,7 +109,7 @@ def test_seed_exits_1_naming_the_bad_file(db_url: str, fixture_seeds: Path) -> N
     bad.write_text("---\ntitle: [unclosed\n---\nbody\n")
     result = subprocess.run(
         [sys.executable, "-m", "service", "seed", "--seeds-dir", str(fixture_seeds)],
-        env=_env(DATABASE_URL=db_url), cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+        env=serve_env({"DATABASE_URL": db_url}), cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 1, result.stderr[-3000:]
     assert "broken.md" in result.stderr
@@ -132,7 +124,7 @@ def test_replay_exits_1_when_a_case_fails(db_url: str, fixture_seeds: Path, tmp_
     )
     result = subprocess.run(
         [sys.executable, "-m", "service", "replay", str(golden), "--phase", "1"],
-        env=_env(DATABASE_URL=db_url, SEEDS_DIR=str(fixture_seeds)), cwd=PROJECT_ROOT,
+        env=serve_env({"DATABASE_URL": db_url, "SEEDS_DIR": str(fixture_seeds)}), cwd=PROJECT_ROOT,
         capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 1, (result.stdout + result.stderr)[-3000:]
