@@ -1,6 +1,6 @@
 """`python -m service serve` as a real process: how the tests that need one start it, wait for it,
 stop it, and check that no PostgreSQL process outlives it (test_serve.py, test_faults.py,
-test_documents_api.py, the console's browser tests)."""
+test_readme_promises.py, test_documents_api.py, test_embedded.py, the console's browser tests)."""
 
 from __future__ import annotations
 
@@ -83,6 +83,7 @@ def postgres_pids(data_dir: Path) -> set[int]:
 
 
 def alive(pids: set[int]) -> set[int]:
+    """Those of `pids` still running (a zombie, exited but not yet reaped, is not)."""
     running = set()
     for pid in pids:
         try:

@@ -117,17 +117,17 @@ class Fused:
         if not isinstance(parts, FusedScore):
             kw_pos, sem_pos, score = parts
             return (f"rrf k={self.rrf_k}: keyword rank {kw_pos or '-'}, semantic rank {sem_pos or '-'}"
-                    f" = {score:.4f}{self._discount(key, score)}")
+                    f" = {score:.4f}{self._prior_part(key, score)}")
         w_kw, w_sem = self.weights
         return (
             f"hybrid ({self.query_type}): {w_kw:g} × keyword {parts.keyword_norm:.3f}"
             f" (raw {parts.keyword_raw if parts.keyword_raw is not None else '-'})"
             f" + {w_sem:g} × semantic {parts.semantic_norm:.3f}"
             f" (cosine {parts.semantic_raw if parts.semantic_raw is None else round(parts.semantic_raw, 4)})"
-            f" = {parts.fused:.4f}{self._discount(key, parts.fused)}"
+            f" = {parts.fused:.4f}{self._prior_part(key, parts.fused)}"
         )
 
-    def _discount(self, key: ChunkKey, score: float) -> str:
+    def _prior_part(self, key: ChunkKey, score: float) -> str:
         """The page prior's factor and the score it leaves ("" for a page it did not change)."""
         prior = self.priors.get(key[0])
         return "" if prior is None else f" × page prior {prior:.2f} = {score * prior:.4f}"

@@ -158,5 +158,3 @@ def test_serve_with_seeds_dir_pointing_at_logseq_docs(tmp_path: Path, logseq_cli
         assert response.json()["results"][0]["doc_slug"] == "flashcards", response.text
     finally:
         stop(proc, log)
-
-

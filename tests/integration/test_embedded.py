@@ -7,15 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import asyncpg
-import psutil
 import pytest
 
 from service.db.embedded import EmbeddedPostgres, PostmasterPid
 from service.settings import PROJECT_ROOT
+from tests.serve_process import alive, wait_gone
 
 
 def _query(dsn: str, sql: str) -> object:
@@ -29,13 +28,6 @@ def _query(dsn: str, sql: str) -> object:
     return asyncio.run(run())
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def test_data_survives_restart_and_stop_is_clean(tmp_path: Path) -> None:
     server = EmbeddedPostgres(tmp_path / "pg")
     dsn = server.start()
@@ -44,7 +36,7 @@ def test_data_survives_restart_and_stop_is_clean(tmp_path: Path) -> None:
     assert pid is not None
     server.stop()
     server.stop()  # idempotent
-    assert not _alive(pid)
+    assert not alive({pid})
     again = EmbeddedPostgres(tmp_path / "pg")
     try:
         assert _query(again.start(), "select x from kept") == 42
@@ -85,11 +77,11 @@ def test_orphan_from_killed_process_is_stopped_and_replaced(tmp_path: Path) -> N
     os.kill(child.pid, signal.SIGKILL)  # no cleanup runs: the server is orphaned
     child.wait()
     child.stdout.close()
-    assert _alive(orphan.pid)
+    assert alive({orphan.pid})
     server = EmbeddedPostgres(data)
     try:
         assert _query(server.start(), "select 1") == 1
-        assert not _alive(orphan.pid)
+        assert not alive({orphan.pid})
         assert server.postmaster_pid() != orphan.pid
     finally:
         server.stop()
@@ -104,14 +96,11 @@ def test_second_process_attaches_without_stopping(tmp_path: Path) -> None:
         assert not guest.owner and _query(dsn, "select 1") == 1
         guest.stop()
         pid = owner.postmaster_pid()
-        assert pid is not None and _alive(pid)
+        assert pid is not None and alive({pid})
     finally:
         owner.stop()
     # The owner's stop really stops the server it started (the guest's did not).
-    deadline = time.monotonic() + 30
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid), "the owner's stop left its postmaster running"
+    wait_gone({pid})  # the owner's stop left no postmaster running
     assert PostmasterPid.read(tmp_path / "pg") is None
     with pytest.raises(OSError):
         _query(dsn, "select 1")
