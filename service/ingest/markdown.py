@@ -223,7 +223,8 @@ def _string_list(path: Path, meta: dict[str, Any], key: str) -> list[str] | None
     if value is None:
         return None
     if isinstance(value, str):
-        value = [v for v in value.split(",") if v.strip()] if key != "keywords" else None
+        # Jekyll, Hugo and Foam sites write `keywords: a, b` as often as a YAML list.
+        value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, list) or not all(isinstance(k, str) and k.strip() for k in value):
         raise SeedFileError(path, f"'{key}' must be a list of non-empty strings")
     return [str(k) for k in value]

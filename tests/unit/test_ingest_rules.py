@@ -119,6 +119,13 @@ def test_keywords_add_aliases_and_tags_and_unknown_keys_are_accepted(tmp_path: P
     assert doc.summary == "Keeps devices in step."
 
 
+def test_keywords_written_as_one_comma_separated_string_are_read_as_a_list(tmp_path: Path) -> None:
+    """Foam's docs (../shared/train-corpora/foam-docs, user/features/note-properties.md) write
+    `keywords: hello world, bonjour`; the page was refused until this was read like `tags`."""
+    write(tmp_path, "x.md", "---\ntitle: Props\nkeywords: hello world, bonjour\ntags: a, b\n---\nBody.\n")
+    assert only(tmp_path).keywords == ("hello world", "bonjour", "a", "b")
+
+
 def test_outliner_alias_and_description_properties(tmp_path: Path) -> None:
     write(tmp_path, "Tasks.md", "alias:: Todos, [[Task list]]\ntype:: [[Feature]]\n"
                                 "description:: Manage [[tasks]] with markers.\n\n- ## Usage\n\t- Type `/TODO`.\n")
