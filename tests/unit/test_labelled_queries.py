@@ -192,6 +192,7 @@ REAL_SETS = {
     "pinia.yaml": "pinia-docs",
     "helix.yaml": "helix-docs",
     "foam.yaml": "foam-docs",
+    "restic.yaml": "restic-docs",
 }
 VENDORED = ROOT / "tests" / "corpora"
 # The pages that are release notes or changelogs, per corpus: the answer only to a release question.
@@ -206,6 +207,7 @@ RELEASE_PAGES: dict[str, re.Pattern[str] | None] = {
     "pinia-docs": re.compile(r"cookbook/migration-.*"),
     "helix-docs": None,
     "foam-docs": re.compile(r"dev/releasing-foam"),
+    "restic-docs": None,
 }
 # A release question names a version or asks what changed, was added, deprecated or broken.
 RELEASE_QUESTION = re.compile(
