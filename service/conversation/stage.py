@@ -52,7 +52,7 @@ class Resolution:
     back?"): the carried pages' sections that name it answer first."""
 
 
-NOTHING_BETTER = "I have nothing better to suggest. Which part should I explain?"
+NOTHING_BETTER = "I have nothing better to suggest. Tell me the name of the feature or page and I will look again."
 """After the user turned down every page on offer (issue 35: say so, rather than walk on)."""
 
 

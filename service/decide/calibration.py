@@ -10,7 +10,13 @@ shows (sorted by score, best first, one entry per page for the options):
     p < no_match_p                                                   → no match
     the second page is nearly as good (score ≥ ambiguity_ratio × top) → clarify between the two
     p ≥ answer_p                                                     → answer
-    otherwise                                                        → clarify ("Are you asking about X?")
+    otherwise, with a second page                                    → clarify between the best two
+                                                                       or three ("Do you mean A or B?")
+    otherwise (the only page)                                        → answer
+
+A clarification always offers a real choice (two or more pages, issue 40): one page and a
+"yes?" is not a question worth asking, so the only candidate page answers. A no match names
+the closest pages when the ranking has some (as options), never a question it cannot help with.
 
 No special case stands in front of it. Eight once did (the named page, the unknown-word no
 match, the synonym question, multi-intent answers, a third contender, phase 2's verdict at
@@ -45,7 +51,6 @@ from service.domain.types import (
     Evidence,
     NoMatch,
     NormalizedQuery,
-    Option,
 )
 from service.flags import DecisionFlags, DecisionPoint
 
@@ -84,6 +89,8 @@ candidate pages with its size): a portable fit leaves them out, so that it carri
 corpus it was not fitted on (leave-one-corpus-out, docs/quality/notes/2026-11-24-calibrated-decision.md)."""
 
 Action = Literal["no_match", "ambiguous", "answer", "weak"]
+CLOSEST_MATCHES = 2
+"""How many of the ranking's pages a no match offers as its closest matches."""
 
 
 class SemanticView(msgspec.Struct, frozen=True, kw_only=True):
@@ -306,7 +313,9 @@ def decide_calibrated(
     action = choose(p, score_ratio=ratio, has_second=second is not None, point=point)
     ranked[0] = _with_line(ranked[0], why)
     if action == "no_match":
-        return NoMatch(message=clarify.NO_MATCH, reason="calibrated_no_match", confidence=conf)
+        closest = pages[:CLOSEST_MATCHES]
+        return NoMatch(message=clarify.closest_matches(closest), reason="calibrated_no_match", confidence=conf,
+                       options=tuple(option_of(e) for e in closest))
     if action == "ambiguous" and second is not None:
         return Clarify(
             results=tuple(ranked), confidence=conf, message=clarify.ambiguous(top, second),
@@ -314,9 +323,8 @@ def decide_calibrated(
         )
     if action == "answer":
         return Answer(results=tuple(ranked), confidence=conf, reason="calibrated")
-    options: tuple[Option, ...]
-    if second is None:
-        message, options = clarify.single_low_confidence(top), (option_of(top),)
-    else:
-        message, options = clarify.weak(top), tuple(option_of(e) for e in pages)
-    return Clarify(results=tuple(ranked), confidence=conf, message=message, options=options, reason="calibrated_weak")
+    if second is None:  # nothing to choose between: the only page answers
+        return Answer(results=tuple(ranked), confidence=conf, reason="calibrated_only_page")
+    third = pages[2] if len(pages) > 2 else None
+    return Clarify(results=tuple(ranked), confidence=conf, message=clarify.ambiguous(top, second, third),
+                   options=tuple(option_of(e) for e in pages), reason="calibrated_weak")

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from service.domain.types import Evidence
 
 WEAK = "I'm not sure which feature you mean. Are you asking about {top_a}? If not, tell me the feature name."
 AMBIGUOUS = "Do you mean {top_a} ({category_a}) or {top_b} ({category_b})?"
 # The seed plan's question with a third contender (not a seed template: its two-page form, extended).
 AMBIGUOUS_THREE = "Do you mean {top_a} ({category_a}), {top_b} ({category_b}) or {top_c} ({category_c})?"
-NO_MATCH = "Which part should I explain?"
+# A no match never ends in a question it offers nothing to answer (issue 40): it says so, and
+# offers the closest pages when the ranking has some.
+NO_MATCH = "I couldn't find that in the documentation."
+NO_MATCH_CLOSEST = "I couldn't find a page that answers that. The closest matches are {pages}."
 SINGLE_LOW_CONFIDENCE = "I think you mean {top_a}. Is that right?"
 MULTI_INTENT = "Which one should I go deeper on?"
 # Small talk gets a reply of its own (status no_match, reason small_talk), never a page.
@@ -35,6 +40,13 @@ def ambiguous(top: Evidence, second: Evidence, third: Evidence | None = None) ->
     return AMBIGUOUS.format(
         top_a=top.title, category_a=top.category, top_b=second.title, category_b=second.category
     )
+
+
+def closest_matches(pages: Sequence[Evidence]) -> str:
+    """The no-match reply that offers `pages` (the ranking's best, at least one)."""
+    named = [f"{e.title} ({e.category})" for e in pages]
+    listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+    return NO_MATCH_CLOSEST.format(pages=listed)
 
 
 def single_low_confidence(top: Evidence) -> str:

@@ -6,9 +6,11 @@ Tiers retrieve (service/tiers.py); the `Decider` decides, for every phase and bo
   `seed_rules`, the seed plan's rules (`seed_rules.py`, and `seed_rules_phase3.py` at phase 3),
   or `calibrated`, P(top page right) from the fitted model (`calibration.py`) when a fit
   applies to the served pages (the corpus's own, else the portable one), else the seed rules;
-- **multi-intent** messages under the seed rules: each part's own keyword ranking, two strong
-  distinct pages → both (`seed_rules.decide_multi_intent`); the calibrated policy decides the
-  message as one query (the split did not pay on six corpora: docs/quality/cross-corpus.md);
+- **multi-intent** messages: each part's own keyword ranking, two strong distinct pages → both
+  (`seed_rules.decide_multi_intent`). The seed rules answer with both; the calibrated policy
+  decides the message as one query by p (letting the split decide did not pay on six corpora:
+  docs/quality/cross-corpus.md) and, when it answers, lists the other need's page second, so
+  the user gets both pages (issue 40: "two needs in one message, under the default");
 - **no special cases under `calibrated`**: p against the fit's three points decides (every
   special rule once kept in front of it was left out for not paying on six corpora);
 - **phase 3's keyword leg**: under the seed rules, phase 3 decides with their verdict on it.
@@ -30,6 +32,7 @@ import msgspec
 
 from service.decide import clarify
 from service.decide.calibration import (
+    CLOSEST_MATCHES,
     CalibrationError,
     CalibrationModel,
     SemanticView,
@@ -44,6 +47,7 @@ from service.decide.seed_rules import (
     decide,
     decide_multi_intent,
     distinct_documents,
+    option_of,
     ranked_by_score,
 )
 from service.decide.seed_rules_phase3 import decide_hybrid
@@ -192,9 +196,20 @@ class Decider:
         ranking = list(candidates.ranking)
         signals = decision_signals(query, ranking)
         if model is not None:
-            return Decided(_calibrated(model, flags.decision, candidates.phase, query, ranking, signals.features),
-                           signals)
+            decision = _calibrated(model, flags.decision, candidates.phase, query, ranking, signals.features)
+            return Decided(self._second_need(decision, candidates, query, flags), signals)
         return Decided(self._seed_rules(candidates, query, flags), signals)
+
+    def _second_need(self, decision: Decision, candidates: Candidates, query: NormalizedQuery, flags: Flags) -> Decision:
+        """A calibrated answer to a message with two needs on different pages: the other need's
+        page joins the answer second, and the reply offers both (the first page stays p's)."""
+        if not (query.is_multi_intent and isinstance(decision, Answer) and decision.results):
+            return decision
+        thresholds = flags.phases.for_phase(candidates.phase)
+        multi = decide_multi_intent([list(p) for p in candidates.parts], query, thresholds)
+        if multi is None:
+            return decision
+        return with_second_need(decision, multi)
 
     def _seed_rules(self, candidates: Candidates, query: NormalizedQuery, flags: Flags) -> Decision:
         """The seed rules on a keyword ranking (phases 1-2, or phase 3's keyword leg): multi-intent
@@ -220,7 +235,8 @@ class Decider:
             semantic_ranking=tuple(sorted(candidates.page_similarity, key=lambda s: -candidates.page_similarity[s])[:10]),
         )
         if model is not None:
-            return Decided(_calibrated(model, flags.decision, 3, query, fused, signals.features), signals)
+            calibrated = _calibrated(model, flags.decision, 3, query, fused, signals.features)
+            return Decided(self._second_need(calibrated, candidates, query, flags), signals)
         leg = Candidates(phase=3, ranking=keyword, parts=candidates.parts, is_stub=candidates.is_stub)
         seed_keyword = self._seed_rules(leg, query, flags)  # the seed rules' view of the keyword leg
         decision: Decision
@@ -263,6 +279,31 @@ def multi_intent_on(ranking: Sequence[Evidence], multi: Answer) -> Answer:
     return msgspec.structs.replace(multi, results=tuple(ranked_by_score(results)))
 
 
+def with_second_need(answer: Answer, multi: Answer) -> Answer:
+    """`answer` with the page of `multi` (the parts' strong pages) that it does not lead with
+    listed second, and both offered: "Which one should I go deeper on?"."""
+    first = ranked_by_score(answer.results)[0]
+    others = [e for e in multi.results if e.doc_slug != first.doc_slug]
+    if len(others) == len(multi.results):  # the first page is neither part's: p's answer stands
+        return answer
+    second = others[0]
+    rest = [e for e in answer.results if e.doc_slug not in (first.doc_slug, second.doc_slug)]
+    own = [e for e in answer.results if e.doc_slug == first.doc_slug]
+    again = [e for e in answer.results if e.doc_slug == second.doc_slug][:1] or [second]
+    return msgspec.structs.replace(
+        answer, results=(*own, *again, *rest), message=clarify.MULTI_INTENT,
+        options=(option_of(first), option_of(second)), reason="calibrated_two_needs",
+    )
+
+
+def second_need_pages(shown: Sequence[str], multi_pages: Sequence[str]) -> tuple[str, ...]:
+    """`with_second_need` on page names (the replay's view): `shown` with the other need's page second."""
+    second = next((p for p in multi_pages if p != shown[0]), None) if shown and shown[0] in multi_pages else None
+    if second is None:
+        return tuple(shown)
+    return (shown[0], second, *(p for p in shown[1:] if p != second))
+
+
 # -- the same routing on recorded signals (fit-decisions' grid) -----------------------------------
 class RecordedRun(Protocol):
     """One run's decision and the signals it was made from, as `Outcome` reports them
@@ -290,7 +331,12 @@ def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[s
     if not ranked or f["top_score"] <= 0 or f["tokens"] == 0:
         return "no_match", (), ()
     action = choose(p, score_ratio=f["score_ratio"], has_second=len(ranked) > 1, point=point)
-    if action == "no_match":
-        return "no_match", (), ()
-    options = ranked[:2] if action == "ambiguous" else ranked[:3] if action == "weak" else ()
-    return ("answer" if action == "answer" else "clarify"), ranked, options
+    if action == "no_match":  # the closest pages offered
+        return "no_match", (), ranked[:CLOSEST_MATCHES]
+    if action == "answer" or (action == "weak" and len(ranked) == 1):  # the only page answers
+        if run.reason == "multi_intent" and ranked[0] in run.shown:
+            # The seed rules found both needs' pages: `with_second_need` lists and offers them.
+            shown = second_need_pages(ranked, run.shown)
+            return "answer", shown, shown[:2]
+        return "answer", ranked, ()
+    return "clarify", ranked, ranked[:2] if action == "ambiguous" else ranked[:3]

@@ -137,7 +137,7 @@ async def _no_offers_the_rest_once(service_client: Any) -> None:
 
     again = await _ask(service_client, "no", reply_to=no["clarification"])
     assert again["status"] == "no_match"
-    assert again["message"] == "I have nothing better to suggest. Which part should I explain?"
+    assert again["message"] == "I have nothing better to suggest. Tell me the name of the feature or page and I will look again."
 
 
 async def test_a_reply_that_is_a_new_question_is_answered_as_one(seed_plan_client: Any) -> None:

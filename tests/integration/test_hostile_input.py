@@ -169,8 +169,8 @@ async def test_hostile_retrieve(service_client: Any, fingerprint_before: str, ca
         assert body["request_id"] and isinstance(body["results"], list)
         slugs = [r["doc_slug"] for r in body["results"]]
         assert (body["status"], slugs[0] if slugs else None) == (case.decision, case.top), body["message"]
-        if case.decision == "no_match":
-            assert body["message"] == "Which part should I explain?"
+        if case.decision == "no_match":  # issue 40: no question it offers nothing to answer
+            assert body["message"] and (body["options"] or not body["message"].endswith("?")), body
     elif case.expect == "4xx":
         assert 400 <= response.status_code < 500, response.text
         error = response.json()["error"]

@@ -249,7 +249,8 @@ def test_a_portable_fit_ignores_the_corpus_scaled_signals_and_decides_with_its_o
 def test_under_calibrated_a_page_s_title_is_one_signal_not_an_answer_of_its_own() -> None:
     """The named-page rule did not pay on six corpora and is gone from the calibrated policy: the
     seed rules answered "Dashboard" with the page of that title however unsure, the calibrated
-    replay decides it by p like any query (here: too unsure, so no match)."""
+    replay decides it by p like any query (here: too unsure, so no match, offering the closest
+    pages)."""
     from service.decide.calibration import decision_signals
     from service.decide.decider import replayed_status
     from service.evaluation.decision_metrics import CaseRun
@@ -260,7 +261,7 @@ def test_under_calibrated_a_page_s_title_is_one_signal_not_an_answer_of_its_own(
     run = CaseRun(case_id="c", phase=1, policy="seed_rules", status="answer", reason="query_is_title",
                   shown=("concepts/dashboard", "concepts/home"), ranked=signals.ranking, options=(),
                   features=signals.features)
-    assert replayed_status(run, 0.05, T) == ("no_match", (), ())
+    assert replayed_status(run, 0.05, T) == ("no_match", (), ("concepts/home", "concepts/dashboard"))
     assert replayed_status(run, 0.95, T) == ("clarify", signals.ranking, signals.ranking[:2])  # level: asks
 
 

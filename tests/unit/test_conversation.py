@@ -252,7 +252,8 @@ def test_no_to_the_last_suggestion_gives_up_politely() -> None:
     decision, _ = settle(_clarify_between("concepts/home"), resolution, lambda slug: None, TEXTS)
     # Issue 35: it says it has nothing better (was the bare "Which part should I explain?").
     assert isinstance(decision, NoMatch) and decision.message == NOTHING_BETTER == TEXTS.nothing_better
-    assert decision.message.endswith("Which part should I explain?")
+    # Issue 40: it does not end in a question it offers nothing to answer.
+    assert not decision.message.endswith("?")
 
 
 # -- issue 35: "no" offers the rest once, then nothing better ---------------------------

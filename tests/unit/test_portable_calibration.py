@@ -29,7 +29,7 @@ def model(version: str, *, intercept: float, portable: bool, pages: str) -> Cali
 
 FLAGS = apply_overrides(Flags(), {"decision.policy": "calibrated"})
 # An operator's points: with them p = 0.88 only asks.
-STRICT = apply_overrides(FLAGS, {"decision.answer_p": [0.95, 0.95, 0.95], "decision.no_match_p": [0.1, 0.1, 0.1]})
+STRICT = apply_overrides(FLAGS, {"decision.answer_p": [0.95, 0.95, 0.95], "decision.no_match_p": [0.9, 0.9, 0.9]})
 
 
 def _with(
@@ -66,7 +66,9 @@ async def test_the_corpus_own_fit_wins_and_an_operators_points_win_over_the_fits
     assert outcome.status == "answer", outcome  # p = 0.88 ≥ the own fit's answer_p 0.6
     pipeline, _ = _with(*fits, flags=STRICT)
     outcome = await pipeline.run_request(RetrieveParams(query="workspace canvas", phase_cap=2))
-    assert outcome.status == "clarify", outcome  # 0.88 < the flag's answer_p 0.95: "Are you asking about…?"
+    # 0.88 < the flag's no_match_p 0.9: no match, offering the closest page (the one served page)
+    assert outcome.status == "no_match", outcome
+    assert [o.doc_slug for o in outcome.options] == ["concepts/workspace"]
 
 
 async def test_without_any_fit_that_fits_the_seed_rules_decide() -> None:

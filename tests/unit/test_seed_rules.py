@@ -29,7 +29,7 @@ Q = NormalizedQuery(raw="q", tokens=("a", "b"), phrase="a b")
 def test_no_results_is_no_match_with_the_template() -> None:
     decision = decide([], Q, T)
     assert isinstance(decision, NoMatch)
-    assert decision.message == "Which part should I explain?"
+    assert decision.message == "I couldn't find that in the documentation."  # no question it cannot help with
 
 
 def test_single_strong_result_answers() -> None:
