@@ -30,10 +30,12 @@ from service.api import (
     review,
 )
 from service.api.body import MAX_BODY_BYTES, require_json_body  # the request limits' home
+from service.api.documents import corpus_categories
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.feedback import feedback_router
 from service.api.openapi import (
     StrictStructSchemaPlugin,
+    publish_categories,
     publish_flag_limits,
     render_plugins,
     swagger_asset,
@@ -105,6 +107,7 @@ def create_app(
     )
     publish_flag_limits(app, flags)
     _connect_operations(st, operations, app)
+    _publish_categories(st, app)
     return app
 
 
@@ -165,6 +168,15 @@ def _connect_operations(st: AppState, operations: Operations, app: Litestar) -> 
     operations.store.on_change = on_change
     st.on_pool_ready.append(start)
     st.on_shutdown.append(stop)
+
+
+def _publish_categories(st: AppState, app: Litestar) -> None:
+    """The schema's `category` enums follow every corpus load (a re-seed may bring new ones)."""
+
+    async def on_corpus(_snapshot: CorpusSnapshot) -> None:
+        publish_categories(app, corpus_categories(st))
+
+    st.on_corpus_loaded.append(on_corpus)
 
 
 def _connect_feedback(st: AppState, operations: Operations) -> Feedback:

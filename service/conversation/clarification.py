@@ -19,7 +19,9 @@ ClarificationKind = Literal["choose", "confirm", "weak"]
 """choose: pick one of several pages; confirm: "I think you mean X. Is that right?";
 weak: "I'm not sure which feature you mean. Are you asking about X?"."""
 
-FORMAT_VERSION = 1
+FormatVersion = Literal[1]
+"""The versions a `reply_to` may carry (the published schema says so: `v` is the constant 1)."""
+FORMAT_VERSION: FormatVersion = 1
 
 
 class ClarificationOption(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
