@@ -14,7 +14,16 @@ from typing import Any
 import asyncpg
 import pytest
 
-from service.job_store import INTERRUPTED, LOCK_NAMESPACE, STOPPED, Job, JobFailed, JobRunning, JobStore, Steps
+from service.job_store import (
+    INTERRUPTED,
+    LOCK_NAMESPACE,
+    STOPPED,
+    Job,
+    JobFailed,
+    JobRunning,
+    JobStore,
+    Steps,
+)
 
 WAIT_S = 60
 
