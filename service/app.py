@@ -21,17 +21,21 @@ from service.api import (
     console,
     context,
     curations,
+    decision_fits,
     documents,
     health,
+    jobs,
     ops,
     retrieve,
     review,
 )
 from service.api.body import MAX_BODY_BYTES, require_json_body  # the request limits' home
+from service.api.documents import corpus_categories
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.feedback import feedback_router
 from service.api.openapi import (
     StrictStructSchemaPlugin,
+    publish_categories,
     publish_flag_limits,
     render_plugins,
     swagger_asset,
@@ -42,7 +46,6 @@ from service.db.migrate import latest_version
 from service.feedback.service import FEEDBACK_KEY, Feedback, build_feedback
 from service.flags import Flags
 from service.ingest.seeder import Chunker, default_chunker
-from service.learning import routes as decision_fits
 from service.learning.connect import LEARNING_KEY, connect_learning
 from service.lifespan import lifespan
 from service.mcp.http import McpEndpoint
@@ -70,6 +73,7 @@ def create_app(
     curator = _connect_curations(st)
     pipeline = build_pipeline(st, operations, curate=curator, on_query=feedback.observe_outcome, faults=faults)
     learning = connect_learning(st, pipeline.decider)  # the stored fit from review in force
+    _connect_jobs(st)
     cors = (
         CORSConfig(allow_origins=list(settings.cors_allow_origins))
         if settings.cors_allow_origins
@@ -83,7 +87,8 @@ def create_app(
                         *cast("list[ControllerRouterHandler]", context.ROUTES),
                         *cast("list[ControllerRouterHandler]", documents.ROUTES),
                         *cast("list[ControllerRouterHandler]", console.ROUTES),
-                        *review.ROUTES, *curations.ROUTES, *decision_fits.ROUTES, feedback_router(flags.feedback.rate_limit_per_minute)],
+                        *review.ROUTES, *curations.ROUTES, *decision_fits.ROUTES, *jobs.ROUTES,
+                        feedback_router(flags.feedback.rate_limit_per_minute)],
         lifespan=[lifespan, mcp.lifespan],
         state=State({STATE_KEY: st, OPS_KEY: operations, FEEDBACK_KEY: feedback, CURATOR_KEY: curator,
                      LEARNING_KEY: learning}),
@@ -102,6 +107,7 @@ def create_app(
     )
     publish_flag_limits(app, flags)
     _connect_operations(st, operations, app)
+    _publish_categories(st, app)
     return app
 
 
@@ -164,6 +170,15 @@ def _connect_operations(st: AppState, operations: Operations, app: Litestar) -> 
     st.on_shutdown.append(stop)
 
 
+def _publish_categories(st: AppState, app: Litestar) -> None:
+    """The schema's `category` enums follow every corpus load (a re-seed may bring new ones)."""
+
+    async def on_corpus(_snapshot: CorpusSnapshot) -> None:
+        publish_categories(app, corpus_categories(st))
+
+    st.on_corpus_loaded.append(on_corpus)
+
+
 def _connect_feedback(st: AppState, operations: Operations) -> Feedback:
     """The query log follows every answered request; its writer runs while the pool does."""
     feedback = build_feedback(
@@ -177,6 +192,13 @@ def _connect_feedback(st: AppState, operations: Operations) -> Feedback:
     st.on_pool_ready.append(start)
     st.on_shutdown.append(feedback.writer.stop)
     return feedback
+
+
+def _connect_jobs(st: AppState) -> None:
+    """Jobs interrupted by a dead process are marked failed once the pool is up; the jobs
+    running here are stopped (and written failed) at shutdown, before the pool closes."""
+    st.on_pool_ready.append(st.jobs.start_store)
+    st.on_shutdown.insert(0, st.jobs.stop)  # first: a job's work may use what the others stop
 
 
 def _connect_curations(st: AppState) -> Curator:

@@ -21,6 +21,7 @@ import asyncpg
 from service.db import repo
 from service.domain.types import Chunk, Document
 from service.flags import Flags
+from service.job_store import JobStore
 from service.settings import Settings
 
 if TYPE_CHECKING:
@@ -89,6 +90,8 @@ class DecisionStatus:
 
 
 CorpusHook = Callable[[CorpusSnapshot], Awaitable[None]]
+Say = Callable[[str], None]
+"""How far a long piece of work is, in a line (a job's progress)."""
 PoolHook = Callable[[str], Awaitable[None]]
 """Runs once the pool is open, with the DSN (e.g. the flag store's LISTEN loop)."""
 
@@ -121,12 +124,18 @@ class AppState:
     """Serialises seeds inside this process (the DB lock covers other processes)."""
     semantic: SemanticStatus | None = None
     """Phase 3's model and index status (set by service/wiring.py)."""
-    reindex: Callable[[bool], Awaitable[IndexReport | None]] | None = None
+    reindex: Callable[[bool, Say | None], Awaitable[IndexReport | None]] | None = None
+    """Embed chunks lacking a vector (True: re-embed all), saying how far it is; None on
+    failure (see `semantic.error`)."""
     decision: DecisionStatus = field(default_factory=DecisionStatus)
     """The decision policy and its fitted file (set by service/wiring.py)."""
-    """Embed chunks lacking a vector (True: re-embed all); None on failure (see `semantic.error`)."""
+    jobs: JobStore = field(init=False)
+    """Long admin work (reindex, seed, decision fits) as jobs in PostgreSQL."""
 
-    async def reseed(self) -> SeedReport:
+    def __post_init__(self) -> None:
+        self.jobs = JobStore(corpus=self.settings.seeds_dir.name)
+
+    async def reseed(self, say: Say | None = None) -> SeedReport:
         """Seed from `settings.seeds_dir`, then reload the in-memory corpus.
 
         On a SeedError the database and the served corpus stay as they were.
@@ -137,6 +146,8 @@ class AppState:
         if self.pool is None or self.chunker is None:
             raise RuntimeError("database pool is not ready")
         async with self.seed_lock:
+            if say is not None:
+                say(f"seeding from {self.settings.seeds_dir.name}/")
             try:
                 report = await seed(
                     self.pool, self.settings.seeds_dir, self.chunker, SeedOptions.from_flags(self.flags)
@@ -146,6 +157,8 @@ class AppState:
                 raise
             self.last_seed_report = report
             self.last_seed_error = None
+            if say is not None:
+                say("reloading the corpus and embedding what changed")
             await self.reload_corpus()
             return report
 

@@ -30,7 +30,7 @@ from service.operations import Operations
 from service.pipeline import Curate, Pipeline, QueryObserver, SemanticLeg, TierFaults
 from service.scoring.semantic import QueryEmbeddingCache, SemanticSearch
 from service.scoring.tier1_cache import Tier1Cache, load_glossary
-from service.state import AppState, CorpusSnapshot, DecisionStatus, SemanticStatus
+from service.state import AppState, CorpusSnapshot, DecisionStatus, Say, SemanticStatus
 
 log = logging.getLogger(__name__)
 
@@ -92,15 +92,17 @@ def build_pipeline(
         )
         await ensure_embeddings(st, pipeline, status)
 
-    async def reindex(full: bool) -> IndexReport | None:
+    async def reindex(full: bool, say: Say | None = None) -> IndexReport | None:
         if full and st.pool is not None:
+            if say is not None:
+                say("loading the embedding model")
             embedder = await load_embedder(status)
             # Marking the inputs stale makes every row pending without deleting it,
             # so phase 3 keeps answering from the current vectors meanwhile.
             await st.pool.execute(
                 "update chunk_embeddings set input_hash = 'stale' where model = $1", embedder.model_name
             )
-        return await ensure_embeddings(st, pipeline, status, recompute=full)
+        return await ensure_embeddings(st, pipeline, status, recompute=full, say=say)
 
     def calibration() -> str | None:
         # Named only where the policy in force reads a fit.
@@ -117,6 +119,17 @@ def build_pipeline(
     return pipeline
 
 
+def _both(say: Say | None) -> Say:
+    if say is None:
+        return log.info
+
+    def both(line: str) -> None:
+        log.info(line)
+        say(line)
+
+    return both
+
+
 async def load_embedder(status: SemanticStatus) -> Any:
     """Load the model once (in a thread: torch import and weights take seconds)."""
     async with status.lock:
@@ -130,10 +143,11 @@ async def load_embedder(status: SemanticStatus) -> Any:
 
 
 async def ensure_embeddings(
-    st: AppState, pipeline: Pipeline, status: SemanticStatus, recompute: bool = False,
+    st: AppState, pipeline: Pipeline, status: SemanticStatus, recompute: bool = False, say: Say | None = None,
 ) -> IndexReport | None:
     """Embed chunks lacking a vector for the model; attach the semantic leg. `recompute`: the
-    model embeds every pending input, kept vectors are not read (a full re-index)."""
+    model embeds every pending input, kept vectors are not read (a full re-index). `say`: each
+    step is also told there (a job's progress), besides the log."""
     if st.pool is None:
         return None
     try:
@@ -144,7 +158,7 @@ async def ensure_embeddings(
             kept = kept_for(status.cache_dir, embedder, documents, st.flags.embedding.keep_vectors)
             known: KnownVectors | None = Recomputing(kept) if recompute and kept is not None else kept
             report = await index_embeddings(
-                st.pool, documents, batch_size=batch_size, progress=log.info,
+                st.pool, documents, batch_size=batch_size, progress=_both(say),
                 kinds=st.flags.semantic.representations, known=known,
             )
         status.last_index = report

@@ -175,6 +175,32 @@ async def post_beside(client: Any, path: str, **kwargs: Any) -> Any:
     return await asyncio.to_thread(sync.post, path, **kwargs)
 
 
+JOB_WAIT_S = 30
+"""A status call's long poll (`?wait=`): answered as soon as the job ends."""
+JOB_GIVE_UP_S = 900
+"""A job still running after this long is stuck: the test fails rather than hangs."""
+
+
+async def end_of(client: Any, job: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """The job once it ended (done or failed), read from its status URL on `client`'s app."""
+    import time
+
+    give_up = time.monotonic() + JOB_GIVE_UP_S
+    while job["state"] in ("queued", "running"):
+        assert time.monotonic() < give_up, f"the job never ended: {job}"
+        response = await client.get(job["status_url"], headers=headers, params={"wait": JOB_WAIT_S})
+        assert response.status_code == 200, response.text
+        job = response.json()["job"]
+    return job
+
+
+async def run_job(client: Any, path: str, headers: dict[str, str], **kwargs: Any) -> dict[str, Any]:
+    """POST an admin job (`/admin/seed`, `/admin/reindex`): 202 at once; then the job once it ended."""
+    response = await client.post(path, headers=headers, **kwargs)
+    assert response.status_code == 202, response.text
+    return await end_of(client, response.json()["job"], headers)
+
+
 # Kill-switch limits no machine load can reach: an app in a test that is not
 # about the kill switch must not lose phases because the CPU is busy. The
 # kill-switch tests use the shipped flags.yaml (and an injected clock).

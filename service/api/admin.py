@@ -1,43 +1,42 @@
-"""`POST /admin/seed`: re-seed from `seeds/` and reload the served corpus."""
+"""`POST /admin/seed`: re-read the seed folder, re-seed and reload the served corpus (as the
+`seed` command does, then embedding what changed), as a job (`service/api/jobs.py`): 202 at
+once, the work in the background, one at a time per corpus. Rejected files fail the job,
+each named in its `result.rejected`; the previous corpus is still served."""
 
 from __future__ import annotations
 
-from litestar import post
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, post
 from litestar.datastructures import State
-from litestar.exceptions import ClientException
-from litestar.openapi import ResponseSpec
 
 from service.api.auth import admin_guard
-from service.api.errors import ErrorBody
-from service.api.unavailable import database_write, require_pool
+from service.api.errors import client_errors
+from service.api.jobs import JobAnswer, start_job
 from service.ingest.markdown import SeedError
-from service.ingest.seeder import SeedReport
+from service.job_store import JobFailed, Steps
 from service.state import get_state
 
-_ERRORS = {
-    401: ResponseSpec(data_container=ErrorBody, description="Missing or malformed token"),
-    403: ResponseSpec(data_container=ErrorBody, description="Wrong token or admin disabled"),
-    422: ResponseSpec(data_container=ErrorBody, description="Seed files rejected"),
-    503: ResponseSpec(data_container=ErrorBody, description="Database not ready"),
-}
 
-
-@post("/admin/seed", guards=[admin_guard], status_code=200, responses=_ERRORS,
-      summary="Seed the corpus from seeds/ (idempotent) and reload it")
-async def admin_seed(state: State) -> SeedReport:
+@post("/admin/seed", guards=[admin_guard], status_code=202, responses=client_errors(401, 403, 409, 503),
+      summary="Start seeding the corpus from its folder (idempotent) and reloading it: 202 with the job")
+async def admin_seed(state: State, request: Request[Any, Any, Any]) -> Response[JobAnswer]:
     st = get_state(state)
-    require_pool(st, "seed")
-    try:
-        async with database_write("seed"):
-            return await st.reseed()
-    except SeedError as err:
-        raise ClientException(
-            status_code=422,
-            detail="seed rejected; the previous corpus is still served",
-            extra=[{"file": str(e.path), "reason": e.reason} for e in err.errors],
-        ) from err
-    except FileNotFoundError as err:
-        raise ClientException(status_code=422, detail=str(err)) from err
+    steps = Steps("starting")
+
+    async def work() -> dict[str, Any]:
+        try:
+            report = await st.reseed(steps.say)
+        except SeedError as err:
+            raise JobFailed("seed rejected; the previous corpus is still served",
+                            {"rejected": [{"file": str(e.path), "reason": e.reason} for e in err.errors]}) from err
+        except FileNotFoundError as err:
+            raise JobFailed(f"seed rejected: {err}; the previous corpus is still served") from err
+        result: dict[str, Any] = msgspec.to_builtins(report)
+        return result
+
+    return await start_job(state, "seed", request, work, steps.snapshot)
 
 
 ROUTES = [admin_seed]

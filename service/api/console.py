@@ -108,8 +108,8 @@ async def favicon() -> Response[bytes]:
 class ReplayRequest(Base, frozen=True):
     """Exactly one of `file` (a name under GOLDEN_DIR, default tests/golden/) or `yaml` (the file's text)."""
 
-    file: Annotated[str, msgspec.Meta(max_length=64)] | None = None
-    yaml: Annotated[str, msgspec.Meta(max_length=MAX_YAML_BYTES)] | None = None
+    file: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    yaml: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_YAML_BYTES)] | None = None
     phase: Annotated[int, msgspec.Meta(ge=1, le=3)] | None = None
 
 

@@ -21,7 +21,7 @@ from litestar.exceptions import ClientException, NotFoundException
 from litestar.params import FromPath, JSONBody
 
 from service.api.auth import admin_guard
-from service.api.body import strict_required
+from service.api.body import invalid, strict_required
 from service.api.errors import client_errors
 from service.api.feedback import Slug, unavailable
 from service.api.schemas import MAX_QUERY_CHARS
@@ -88,19 +88,14 @@ async def create_curation(
     body = await strict_required(request, CurationRequest)
     curator = curator_of(state)
     if body.action == "hide" and body.header_path is not None:
-        raise ClientException(status_code=400, detail="header_path: only a pin can name a section",
-                              extra=[{"field": "header_path"}])
+        raise invalid("header_path", "only a pin can name a section")
     if not curator.has_page(body.doc_slug):
-        raise ClientException(status_code=400, detail=f"doc_slug: no page {body.doc_slug!r} in the corpus",
-                              extra=[{"field": "doc_slug"}])
+        raise invalid("doc_slug", f"no page {body.doc_slug!r} in the corpus")
     if body.header_path is not None and not curator.has_section(body.doc_slug, body.header_path):
-        raise ClientException(status_code=400,
-                              detail=f"header_path: {body.doc_slug} has no section {body.header_path!r}",
-                              extra=[{"field": "header_path"}])
+        raise invalid("header_path", f"{body.doc_slug} has no section {body.header_path!r}")
     normalised, _ = pipeline.normalise(clean(body.query), pipeline.flags())
     if not normalised.phrase:
-        raise ClientException(status_code=400, detail=f"query: {body.query!r} has no words left after "
-                              "normalisation (only stopwords)", extra=[{"field": "query"}])
+        raise invalid("query", f"{body.query!r} has no words left after normalisation (only stopwords)")
     pool = get_state(state).pool
     if pool is None:
         raise unavailable("the database is not reachable; try again later")

@@ -27,9 +27,9 @@ BODY = "(body)"
 class ErrorBody(Base, frozen=True):
     """Body of every error response.
 
-    `detail` is a list: for a 400 one entry per rejected field
-    (`{"field", "message"}`), for a rejected seed one per file
-    (`{"file", "reason"}`); null when there is nothing more to say.
+    `detail` is a list whose every entry has a non-empty `message`: for a 400 one entry per
+    rejected field (`{"field", "message"}`), for a 409 what is in the way (e.g. the running
+    job); null when there is nothing more to say.
     """
 
     error: str
@@ -78,7 +78,7 @@ def _problem(item: Any) -> dict[str, Any]:
     if not isinstance(item, dict):
         return {"field": BODY, "message": str(item)}
     if "field" in item:
-        return {"message": "", **item}
+        return dict(item)
     message = str(item.get("message", ""))
     field = str(item.get("key") or BODY)
     if at := _AT_PATH.search(message):
@@ -118,10 +118,26 @@ def _validation_error(exc: HTTPException) -> ErrorBody:
         text = text[: at.start()]
     else:
         problems = [{"field": BODY, "message": text}]
-    problems = [{**p, "message": readable_json_error(str(p["message"]))} for p in problems]
+    problems = [{**p, "message": readable_json_error(str(p.get("message") or _own_part(text, p["field"])))}
+                for p in problems]
     if text.startswith(_GENERIC) or not text:  # Litestar's text names no field: ours does
         text = "invalid request: " + "; ".join(f"`{p['field']}`: {p['message']}" for p in problems)
     return ErrorBody(error=text, detail=problems)
+
+
+def _own_part(text: str, field: str) -> str:
+    """A field's message from the error's text, when the entry came without one."""
+    for prefix in (f"`{field}`: ", f"{field}: "):
+        if text.startswith(prefix):
+            return text.removeprefix(prefix)
+    return text
+
+
+def _with_message(entry: Any, text: str) -> Any:
+    """A client shows `detail[].message`: never an entry without one."""
+    if isinstance(entry, dict) and not entry.get("message"):
+        return {**entry, "message": text}
+    return entry
 
 
 def http_exception_handler(
@@ -133,7 +149,8 @@ def http_exception_handler(
         body = ErrorBody(error=_too_large(request, str(exc.detail)))
     else:
         extra = exc.extra
-        body = ErrorBody(error=exc.detail, detail=list(extra) if isinstance(extra, list) and extra else None)
+        detail = [_with_message(e, exc.detail) for e in extra] if isinstance(extra, list) and extra else None
+        body = ErrorBody(error=exc.detail, detail=detail)
     return Response(body, status_code=exc.status_code, headers=exc.headers)
 
 

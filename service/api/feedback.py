@@ -14,12 +14,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import Request, Router, post
 from litestar.datastructures import State
-from litestar.exceptions import ClientException, NotFoundException, ServiceUnavailableException
+from litestar.exceptions import NotFoundException, ServiceUnavailableException
 from litestar.middleware.rate_limit import CacheObject, RateLimitConfig, RateLimitMiddleware
 from litestar.params import JSONBody
 from litestar.types import Receive, Scope, Send
 
-from service.api.body import strict_required
+from service.api.body import invalid, strict_required
 from service.api.errors import client_errors
 from service.domain.types import Base
 from service.feedback.log_writer import DB_ERRORS
@@ -62,8 +62,7 @@ def unavailable(detail: str) -> ServiceUnavailableException:
 
 def check_page(slug: str | None, pages: Any, field: str) -> None:
     if slug is not None and pages and slug not in pages:
-        raise ClientException(status_code=400, detail=f"{field}: no page {slug!r} in the corpus",
-                              extra=[{"field": field}])
+        raise invalid(field, f"no page {slug!r} in the corpus")
 
 
 @post("/feedback", status_code=200,
@@ -76,8 +75,7 @@ async def feedback(
     fb = feedback_of(state)
     limit = fb.flags().feedback.max_comment_chars
     if body.comment is not None and len(body.comment) > limit:
-        raise ClientException(status_code=400, detail=f"comment: at most {limit} characters (got {len(body.comment)})",
-                              extra=[{"field": "comment"}])
+        raise invalid("comment", f"at most {limit} characters (got {len(body.comment)})")
     check_page(body.expected_slug, set(fb.pages()), "expected_slug")
     pool = get_state(state).pool
     if pool is None:

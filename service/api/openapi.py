@@ -7,6 +7,8 @@
 - `publish_flag_limits`: limits that are flags (`retrieval.max_top_k` → the
   `top_k` maximum), written at start-up and again after a runtime override;
   413 and 415 documented on every operation that takes a body.
+- `publish_categories`: the loaded corpus's categories as the enum of every
+  `category` a request names, written after each corpus load.
 - `OptionalBodyOperation`, `FlagOverrideOperation`, `ReplayOperation`: request
   bodies a type annotation cannot describe (optional; only known flags with
   their own types; exactly one of `file` / `yaml`).
@@ -18,6 +20,7 @@ tests/integration/test_fuzz_api.py runs every schemathesis check against it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -125,9 +128,51 @@ def publish_flag_limits(app: Litestar, flags: Flags) -> None:
         if schema is not None and schema.properties and prop in schema.properties:
             _set_maximum(schema.properties[prop], maximum)
     _document_body_errors(openapi)
+    _rendered_anew(app)
+
+
+def _rendered_anew(app: Litestar) -> None:
     # Litestar also caches the rendered dict; drop it so the next request renders anew.
     plugin = app.plugins.get(OpenAPIPlugin)
     plugin._openapi_schema = None
+
+
+# -- values that are the corpus's ----------------------------------------------------
+
+CATEGORY_COMPONENTS = (("RetrieveRequest", "category"),)
+"""(component, property) of a request body naming a category."""
+CATEGORY_PARAMETERS = (("/documents", "category"),)
+"""(path, query parameter) of a GET naming a category."""
+
+
+def publish_categories(app: Litestar, categories: Sequence[str]) -> None:
+    """The corpus's categories as the enum of every `category` a request names (after each
+    corpus load: a client can know them; another one is refused with a 400 naming them).
+    No categories (no corpus loaded yet): no enum."""
+    openapi = app.openapi_schema
+    targets: list[Schema | Reference] = []
+    components = openapi.components.schemas or {}
+    for component, prop in CATEGORY_COMPONENTS:
+        schema = components.get(component)
+        if schema is not None and schema.properties and prop in schema.properties:
+            targets.append(schema.properties[prop])
+    for path, name in CATEGORY_PARAMETERS:
+        item = (openapi.paths or {}).get(path)
+        for parameter in (item.get.parameters or []) if item is not None and item.get is not None else []:
+            if not isinstance(parameter, Reference) and parameter.name == name and parameter.schema is not None:
+                targets.append(parameter.schema)
+    for target in targets:
+        _set_enum(target, sorted(categories))
+    _rendered_anew(app)
+
+
+def _set_enum(schema: Schema | Reference, values: list[str]) -> None:
+    """On the string branch of `string | null` (Litestar's `oneOf` for an optional value)."""
+    if isinstance(schema, Reference):
+        return
+    branches = [b for b in schema.one_of or [schema] if not isinstance(b, Reference) and b.type == OpenAPIType.STRING]
+    for branch in branches:
+        branch.enum = list(values) or None
 
 
 def _document_body_errors(openapi: OpenAPI) -> None:

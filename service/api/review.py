@@ -19,12 +19,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import Request, get, post
 from litestar.datastructures import State
-from litestar.exceptions import ClientException, NotFoundException
+from litestar.exceptions import NotFoundException
 from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from service.api.auth import admin_guard
-from service.api.body import strict_required
+from service.api.body import invalid, strict_required
 from service.api.errors import client_errors
 from service.api.feedback import RequestId, Slug, check_page, feedback_of, unavailable
 from service.domain.types import Base
@@ -90,8 +90,7 @@ async def post_review(
     body = await strict_required(request, ReviewRequest)
     _check_id(request_id)
     if body.verdict == "should_be" and body.expected_slug is None:
-        raise ClientException(status_code=400, detail="expected_slug: required when verdict is should_be",
-                              extra=[{"field": "expected_slug"}])
+        raise invalid("expected_slug", "required when verdict is should_be")
     check_page(body.expected_slug, set(feedback_of(state).pages()), "expected_slug")
     reviewer = f"admin@{request.client.host if request.client else 'unknown'}"
     pool = _pool(state)
@@ -154,7 +153,7 @@ async def get_insights(
     try:
         window_s = insights.parse_window(window)
     except insights.BadWindow as err:
-        raise ClientException(status_code=400, detail=str(err), extra=[{"field": "window"}]) from err
+        raise invalid("window", str(err)) from err
     end = _now()
     start = end - timedelta(seconds=window_s)
     pool = _pool(state)

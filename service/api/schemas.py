@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 import msgspec
 from litestar.exceptions import ValidationException
 
+from service.conversation.clarification import FormatVersion
 from service.domain.outcome import FallbackStep
 from service.domain.types import Base
 from service.flags import Flags
@@ -73,7 +74,7 @@ class ClarificationOut(Base, frozen=True):
     Signed and self-contained (any replica can resolve it); expires after the flag
     `conversation.reply_ttl_s`."""
 
-    v: int
+    v: FormatVersion
     kind: Literal["choose", "confirm", "weak"]
     query: str
     options: list[ClarificationOptionOut]

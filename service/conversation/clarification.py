@@ -19,7 +19,9 @@ ClarificationKind = Literal["choose", "confirm", "weak"]
 """choose: pick one of several pages; confirm: "I think you mean X. Is that right?";
 weak: "I'm not sure which feature you mean. Are you asking about X?"."""
 
-FORMAT_VERSION = 1
+FormatVersion = Literal[1]
+"""The versions a `reply_to` may carry (the published schema says so: `v` is the constant 1)."""
+FORMAT_VERSION: FormatVersion = 1
 
 
 class ClarificationOption(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -31,7 +33,7 @@ class ClarificationOption(msgspec.Struct, frozen=True, kw_only=True, forbid_unkn
 class Clarification(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What travels to the client and back. `signature` covers every other field."""
 
-    v: int
+    v: FormatVersion
     kind: ClarificationKind
     query: str
     """The user's original question, answered once they pick a page."""
@@ -75,10 +77,9 @@ def verify(raw: object, *, key: bytes, now: float, max_age_s: float) -> Clarific
         clarification = msgspec.convert(raw, Clarification, strict=True)
     except msgspec.ValidationError as exc:
         raise ClarificationError(f"reply_to is malformed: {exc}") from None
-    if clarification.v != FORMAT_VERSION:
-        raise ClarificationError(f"reply_to has unknown version {clarification.v}")
     expected = _mac(key, _payload(clarification))
-    if not hmac.compare_digest(expected, clarification.signature):
+    # As bytes: compare_digest refuses a str with non-ASCII characters (TypeError, a 500).
+    if not hmac.compare_digest(expected.encode(), clarification.signature.encode("utf-8", "surrogatepass")):
         raise ClarificationError("reply_to signature does not match: it was altered or not issued by this service")
     age = now - clarification.issued_at
     if age > max_age_s:

@@ -13,7 +13,6 @@ from litestar.datastructures import State
 from service.decide.calibration import CalibrationModel
 from service.decide.decider import Decider
 from service.fit_store import FitStore
-from service.learning.jobs import FitJobs
 from service.state import AppState
 
 LEARNING_KEY = "learning"
@@ -22,7 +21,6 @@ LEARNING_KEY = "learning"
 @dataclass
 class Learning:
     store: FitStore
-    jobs: FitJobs
     decider: Decider
 
     def source(self) -> str | None:
@@ -56,9 +54,8 @@ def connect_learning(st: AppState, decider: Decider) -> Learning:
         else:
             decider.use_own(file_model, error or file_error)
 
-    learning = Learning(store=FitStore(on_change=on_change), jobs=FitJobs(), decider=decider)
+    learning = Learning(store=FitStore(on_change=on_change), decider=decider)
     st.on_pool_ready.append(learning.store.start)
-    st.on_shutdown.append(learning.jobs.stop)
     st.on_shutdown.append(learning.store.stop)
     st.decision = dataclasses.replace(st.decision, source=learning.source, held_out=learning.held_out)
     return learning

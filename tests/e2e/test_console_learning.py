@@ -27,7 +27,7 @@ def _learn(base: str) -> dict[str, Any]:
         served = httpx.post(f"{base}/retrieve", json={"query": query}, timeout=30).json()
         _call("POST", f"{base}/admin/review/{served['request_id']}", 200, json=verdict(pages, served))
     job = _call("POST", f"{base}/admin/decision-fits", 202)["job"]
-    while job["state"] == "running":
+    while job["state"] in ("queued", "running"):
         job = _call("GET", f"{base}/admin/decision-fits/jobs/{job['id']}", 200, params={"wait": 120})["job"]
     assert job["state"] == "done", job
     result: dict[str, Any] = job["result"]

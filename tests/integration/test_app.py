@@ -12,7 +12,7 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from service.settings import PROJECT_ROOT, Settings
-from tests.conftest import quiet_flags_file, wait_until_ready
+from tests.conftest import quiet_flags_file, run_job, wait_until_ready
 
 TOKEN = "test-admin-token-0123456789"
 
@@ -76,15 +76,15 @@ async def test_admin_seed_with_right_token(
     client: AsyncTestClient, fixture_seeds: Path  # type: ignore[type-arg]
 ) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    response = await client.post("/admin/seed", headers=auth)
-    assert response.status_code == 200
-    assert response.json()["documents"] == {
+    job = await run_job(client, "/admin/seed", auth)
+    assert (job["kind"], job["state"]) == ("seed", "done"), job
+    assert job["result"]["documents"] == {
         "inserted": 0, "updated": 0, "unchanged": 3, "deleted": 0
     }
     version_before = (await _wait_ready(client))["corpus_version"]
     (fixture_seeds / "actions" / "navigation.md").unlink()
-    response = await client.post("/admin/seed", headers=auth)
-    assert response.json()["documents"]["deleted"] == 1
+    job = await run_job(client, "/admin/seed", auth)
+    assert job["result"]["documents"]["deleted"] == 1
     ready = await _wait_ready(client)
     assert ready["documents"] == 2
     assert ready["corpus_version"] == version_before + 1  # type: ignore[operator]
@@ -95,11 +95,11 @@ async def test_admin_seed_with_bad_file_keeps_previous_corpus(
 ) -> None:
     # Any Markdown is a page now; broken YAML front matter is still a bad file.
     (fixture_seeds / "concepts" / "bad.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
-    response = await client.post("/admin/seed", headers={"Authorization": f"Bearer {TOKEN}"})
-    assert response.status_code == 422
-    body = response.json()
-    assert body["detail"][0]["file"].endswith("bad.md")
-    assert "front matter" in body["detail"][0]["reason"]
+    job = await run_job(client, "/admin/seed", {"Authorization": f"Bearer {TOKEN}"})
+    assert job["state"] == "failed" and "previous corpus is still served" in job["error"], job
+    rejected = job["result"]["rejected"]
+    assert rejected[0]["file"].endswith("bad.md")
+    assert "front matter" in rejected[0]["reason"]
     ready = await _wait_ready(client)
     assert ready["documents"] == 3 and "bad.md" in str(ready["last_seed_error"])
 

@@ -16,7 +16,7 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from service.settings import PROJECT_ROOT, Settings
-from tests.conftest import ADMIN_TOKEN_FOR_TESTS, wait_until_ready
+from tests.conftest import ADMIN_TOKEN_FOR_TESTS, run_job, wait_until_ready
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
 JSON = {"Content-Type": "application/json"}
@@ -139,3 +139,73 @@ async def test_a_put_of_an_unknown_flag_is_refused_by_the_schema(service_client:
     assert mapping["additionalProperties"] is False and "phase" in mapping["properties"]
     names = {branch["properties"]["name"]["const"] for branch in body["oneOf"][:-1]}
     assert "phase" in names and "no.such.flag" not in names
+
+
+# -- what the OpenAPI document says is what the service accepts (issue 42 item 6) ---------------
+def _string_enum(schema: dict[str, Any]) -> list[str] | None:
+    """The enum of `string | null` as Litestar writes it (on the string branch of `oneOf`)."""
+    branch = next(b for b in schema.get("oneOf", [schema]) if b.get("type") == "string")
+    enum: list[str] | None = branch.get("enum")
+    return enum
+
+
+def _category_enums(schema: dict[str, Any]) -> list[list[str] | None]:
+    body = schema["components"]["schemas"]["RetrieveRequest"]["properties"]["category"]
+    (query,) = [p for p in schema["paths"]["/documents"]["get"]["parameters"] if p["name"] == "category"]
+    return [_string_enum(body), _string_enum(query["schema"])]
+
+
+async def test_the_schema_names_the_corpus_s_categories_and_follows_a_seed(db_url: str, fixture_seeds: Path) -> None:
+    async with AsyncTestClient(app=create_app(_settings(db_url, fixture_seeds)), timeout=60) as client:
+        await wait_until_ready(client, semantic=False)
+        categories = (await client.get("/documents")).json()["categories"]
+        assert categories == ["actions", "concepts", "widgets"]
+        assert _category_enums((await client.get("/schema/openapi.json")).json()) == [categories, categories]
+
+        (fixture_seeds / "guides").mkdir()
+        (fixture_seeds / "guides" / "first-steps.md").write_text(
+            "---\ntitle: First steps\ncategory: guides\n---\n# First steps\n\nOpen the app and make an entry.\n",
+            encoding="utf-8")
+        assert (await run_job(client, "/admin/seed", ADMIN))["state"] == "done"
+        after = [*categories, "guides"]
+        assert _category_enums((await client.get("/schema/openapi.json")).json()) == [sorted(after)] * 2
+        assert (await client.get("/documents", params={"category": "guides"})).status_code == 200
+
+
+async def test_reply_to_v_is_the_constant_1_in_the_schema_and_the_service(service_client: Any) -> None:
+    schema = (await service_client.get("/schema/openapi.json")).json()
+    assert schema["components"]["schemas"]["ClarificationOut"]["properties"]["v"] == {"type": "integer", "const": 1}
+    reply_to = {"v": 89206, "kind": "choose", "query": "home", "options": [], "issued_at": 0, "signature": "x"}
+    response = await service_client.post("/retrieve", json={"query": "the first", "reply_to": reply_to})
+    assert response.status_code == 400, response.text
+    (problem,) = response.json()["detail"]
+    assert problem["field"] == "reply_to.v" and problem["message"], problem
+
+
+async def test_a_posted_replay_yaml_is_non_empty_in_the_schema_and_the_service(service_client: Any) -> None:
+    schema = (await service_client.get("/schema/openapi.json")).json()
+    assert schema["components"]["schemas"]["ReplayRequest"]["properties"]["yaml"]["minLength"] == 1
+    response = await service_client.post("/admin/replay", json={"yaml": ""}, headers=ADMIN)
+    assert response.status_code == 400, response.text
+    (problem,) = response.json()["detail"]
+    assert problem["field"] == "yaml" and problem["message"], problem
+
+
+UNKNOWN_PAGE = "no/such-page"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/feedback", {"request_id": "f" * 32, "verdict": "wrong_page", "expected_slug": UNKNOWN_PAGE}, "expected_slug"),
+        ("/admin/review/" + "f" * 32, {"verdict": "should_be", "expected_slug": UNKNOWN_PAGE}, "expected_slug"),
+        ("/admin/curations", {"query": "home", "match": "exact", "action": "pin", "doc_slug": UNKNOWN_PAGE},
+         "doc_slug"),
+    ],
+)
+async def test_an_unknown_page_is_a_400_whose_detail_says_what_is_wrong(
+    service_client: Any, path: str, body: dict[str, Any], field: str,
+) -> None:
+    response = await service_client.post(path, json=body, headers=ADMIN)
+    assert response.status_code == 400, response.text
+    assert response.json()["detail"] == [{"field": field, "message": f"no page {UNKNOWN_PAGE!r} in the corpus"}]

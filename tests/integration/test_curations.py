@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from service.settings import PROJECT_ROOT
+from tests.conftest import run_job
 from tests.integration.test_feedback_loop import AUTH, ask, running
 
 
@@ -86,7 +87,7 @@ async def test_pin_and_hide_reach_every_replica_with_provenance_audit_and_stale_
 
         # A later seed removes the pinned page: the pin is reported stale and skipped, never a 500.
         (seeds / "actions" / "navigation.md").unlink()
-        assert (await a.post("/admin/seed", headers=AUTH)).status_code == 200
+        assert (await run_job(a, "/admin/seed", AUTH))["state"] == "done"
         stale = (await a.get("/admin/curations", headers=AUTH)).json()["curations"][0]
         assert stale["stale"] is True and stale["stale_reason"] == "page actions/navigation is no longer in the corpus"
         after = await ask(a, "switch workspaces", phase=1)

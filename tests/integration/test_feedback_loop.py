@@ -30,7 +30,7 @@ from service.flags import Flags, apply_overrides
 from service.golden import parse_golden
 from service.replay import replay_cases
 from service.settings import PROJECT_ROOT, Settings
-from tests.conftest import wait_until_ready
+from tests.conftest import run_job, wait_until_ready
 
 TOKEN = "feedback-test-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -396,7 +396,7 @@ async def test_export_then_replay_passes_and_refuses_removed_pages(
 
         # A later seed removes the page a case expects: that case is refused, by name.
         (seeds / "actions" / "navigation.md").unlink()
-        assert (await client.post("/admin/seed", headers=AUTH)).status_code == 200
+        assert (await run_job(client, "/admin/seed", AUTH))["state"] == "done"
         later = (await client.get("/admin/goldens/export", headers=AUTH)).text
         assert top == "actions/navigation"
         assert [c.query for c in parse_golden(later, "later")] == ["switch workspaces", "edit quick links"]

@@ -13,7 +13,13 @@ disturbing the public run or the shared `service_client` app. schemathesis
 drives them through its ASGI client, which runs an app's lifespan in a
 background event loop. Each example first waits until its app is ready, and
 after a flag change that was accepted the overrides are dropped again, so
-every example meets the configured flags.
+every example meets the configured flags. A seed or re-index answers 202 with
+a job: the example then reads the job until it ends, and it must end done (a
+job failing on a schema-valid request is the background's 5xx).
+
+The corpus's categories are in the schema (an enum wherever a request names a
+category, written at start-up from the loaded corpus): the schema the operations
+are generated from has the fixture corpus's, as the started app serves them.
 
 Every schemathesis check runs on every operation. Three rules JSON Schema
 cannot state are documented in prose and enforced with a 400: `query` is
@@ -22,7 +28,7 @@ whitespace collapsing (`POST /retrieve`, `POST /context`); runtime flag
 overrides must leave the flags consistent as a whole (`PUT /admin/flags`,
 e.g. `retrieval.default_top_k` <= `retrieval.max_top_k`); posted golden YAML
 must be a golden file (`POST /admin/replay`); a `category` must be one of the
-served corpus's own (`GET /documents`); a `reply_to` must be a clarification this
+served corpus's own (`GET /documents`, now an enum: a safety net); a `reply_to` must be a clarification this
 service signed and not expired (`POST /retrieve`, `POST /context`: a made-up one is
 a 400 naming `reply_to`); a `/context` budget too small to carry the answer is a 400
 naming the budget field and the least it needs. For those operations 400 is an
@@ -53,6 +59,7 @@ from litestar import Litestar
 from litestar.serialization import encode_json
 from schemathesis.python import asgi
 
+from service.api.openapi import publish_categories
 from service.api.schemas import MAX_QUERY_CHARS
 from service.app import create_app
 from service.flags import FlagError
@@ -128,11 +135,19 @@ async def fuzz_apps(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactor
           f"{dict(sorted(SEEN.items()))}")
 
 
+@functools.cache
+def _seed_categories() -> frozenset[str]:
+    """The served corpus's categories: the service validates `category` against them."""
+    return frozenset(d.category for d in parse_seeds(FIXTURE_SEEDS))
+
+
 def _served_schema() -> dict[str, Any]:
     """The OpenAPI document the app serves, from an app that is never started
     (describing routes needs no database), so operations can be parametrised
-    at collection time; `test_schema_is_the_served_one` checks it is the same."""
+    at collection time, with the fixture corpus's categories the started app
+    publishes; `test_schema_is_the_served_one` checks it is the same."""
     app = create_app(Settings(database_url="postgresql://unused@127.0.0.1:1/unused"))
+    publish_categories(app, sorted(_seed_categories()))
     loaded: dict[str, Any] = msgspec.json.decode(encode_json(app.openapi_schema.to_schema()))
     return loaded
 
@@ -161,6 +176,7 @@ def _without_examples(node: Any) -> Any:
 
 
 def test_schema_is_the_served_one(fuzz_apps: dict[str, Litestar]) -> None:
+    _wait_ready(fuzz_apps["public"])  # the categories are published once the corpus is loaded
     served = schemathesis.openapi.from_asgi("/schema/openapi.json", fuzz_apps["public"], config=CONFIG)
     assert _without_examples(served.raw_schema) == _without_examples(schema.raw_schema)
 
@@ -218,12 +234,6 @@ def rejection_is_justified(ctx: Any, response: Any, case: Any, app: Litestar) ->
 _JUSTIFIED = {"/retrieve", "/context", "/admin/flags", "/admin/replay"}
 
 
-@functools.cache
-def _seed_categories() -> frozenset[str]:
-    """The served corpus's categories: the service validates `category` against them."""
-    return frozenset(d.category for d in parse_seeds(FIXTURE_SEEDS))
-
-
 @schema.parametrize()
 @settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=MAX_EXAMPLES)
 def test_every_operation_conforms_to_its_schema(case: Any, fuzz_apps: dict[str, Litestar]) -> None:
@@ -250,8 +260,26 @@ def test_every_operation_conforms_to_its_schema(case: Any, fuzz_apps: dict[str, 
         response = case.call_and_validate(**kwargs)
     _record(case, response.status_code)
     assert response.status_code < 500, response.text
+    if is_admin and response.status_code == 202:
+        _job_done(app, response.json()["job"])
     if is_admin and case.path == "/admin/flags" and response.status_code == 200:
         _drop_overrides(app)
+
+
+JOB_WAIT_S = 60
+
+
+def _job_done(app: Litestar, job: dict[str, Any]) -> None:
+    """The job the example started, once it ended: done (and the next example meets no 409)."""
+    status = schema["/admin/jobs/{job_id}"]["GET"]
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while job["state"] in ("queued", "running"):
+        assert time.monotonic() < deadline, f"the job never ended: {job}"
+        response = status.Case(path_parameters={"job_id": job["id"]}, query={"wait": JOB_WAIT_S}).call(
+            app=app, headers={"Authorization": f"Bearer {FUZZ_TOKEN}"})
+        assert response.status_code == 200, response.text
+        job = response.json()["job"]
+    assert job["state"] == "done", job
 
 
 def _drop_overrides(app: Litestar) -> None:

@@ -25,7 +25,7 @@ from service.ingest.markdown import MAX_NESTING, MAX_PAGE_BYTES, SeedError, befo
 from service.ingest.rst import LINE_LENGTH_LIMIT
 from service.ingest.seeder import seed
 from service.state import get_state
-from tests.conftest import ADMIN_TOKEN_FOR_TESTS, app_settings, wait_until_ready
+from tests.conftest import ADMIN_TOKEN_FOR_TESTS, app_settings, run_job, wait_until_ready
 
 Chunker = Callable[[Document], list[Chunk]]
 AUTH = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
@@ -165,17 +165,15 @@ async def client(db_url: str, fixture_seeds: Path) -> AsyncIterator[Any]:
         yield c
 
 
-async def test_admin_seed_answers_422_listing_each_file(client: Any, fixture_seeds: Path, tmp_path: Path) -> None:
+async def test_an_admin_seed_job_fails_listing_each_file(client: Any, fixture_seeds: Path, tmp_path: Path) -> None:
     before, fingerprint = (await client.get("/ready")).json(), await _fingerprint(client)
     outside = tmp_path / "outside"
     outside.mkdir()
     _make_all(fixture_seeds, outside, list(BAD_FILES))
     with before_each_read(_delete_vanishing(fixture_seeds)):
-        response = await client.post("/admin/seed", headers=AUTH)
-    assert response.status_code == 422, response.text
-    body = response.json()
-    assert "previous corpus is still served" in body["error"]
-    listed = {os.path.relpath(item["file"], fixture_seeds): item["reason"] for item in body["detail"]}
+        job = await run_job(client, "/admin/seed", AUTH)
+    assert job["state"] == "failed" and "previous corpus is still served" in job["error"], job
+    listed = {os.path.relpath(item["file"], fixture_seeds): item["reason"] for item in job["result"]["rejected"]}
     assert {b.path for b in BAD_FILES.values()} <= set(listed), listed
     after = (await client.get("/ready")).json()
     assert (after["documents"], after["chunks"], after["corpus_version"]) == (

@@ -82,14 +82,20 @@ async def call(client: Any, method: str, path: str, status: int, **kwargs: Any) 
     return response.json()
 
 
-async def run_fit(client: Any) -> dict[str, Any]:
-    """Start a fit and wait for it to end (the status call answers when the job does)."""
-    job = (await call(client, "POST", "/admin/decision-fits", 202))["job"]
-    while job["state"] == "running":
+async def fit_job(client: Any) -> dict[str, Any]:
+    """Start a fit and wait for it to end (the status call answers when the job does): the job."""
+    job: dict[str, Any] = (await call(client, "POST", "/admin/decision-fits", 202))["job"]
+    assert job["kind"] == "decision_fit", job
+    while job["state"] in ("queued", "running"):
         job = (await call(client, "GET", f"/admin/decision-fits/jobs/{job['id']}", 200,
                           params={"wait": WAIT_S}))["job"]
     assert job["state"] == "done", job
-    result: dict[str, Any] = job["result"]
+    return job
+
+
+async def run_fit(client: Any) -> dict[str, Any]:
+    """A fit's result, once its job is done."""
+    result: dict[str, Any] = (await fit_job(client))["result"]
     return result
 
 
@@ -123,7 +129,8 @@ async def test_reviews_become_the_corpus_s_own_fit_and_change_held_out_decisions
         await call(client, "POST", f"/admin/review/{served[query]['request_id']}", 200, json=reviews[query])
 
     # The fit: activated only because the held-out share says it is better.
-    first = await run_fit(client)
+    first_job = await fit_job(client)
+    first = first_job["result"]
     figures = first["figures"]
     fit, before = figures["fit"], figures["baseline"]
     assert (before["version"], before["source"]) == (shipped, "own")
@@ -132,6 +139,14 @@ async def test_reviews_become_the_corpus_s_own_fit_and_change_held_out_decisions
     assert figures["held_out"] >= MIN_HELD_OUT and figures["fitted_on"] + figures["held_out"] == figures["reviewed"]
     assert fit["right"] > before["right"] and fit["wrong"] <= before["wrong"], figures
     assert first["activated"] is True, first
+
+    # Another replica on the same database reads the job: it is stored in PostgreSQL, not in memory.
+    async with AsyncTestClient(app=create_app(app_settings(db_url, SEEDS)), timeout=180) as other:
+        await wait_until_ready(other, semantic=False)
+        for path in (f"/admin/decision-fits/jobs/{first_job['id']}", first_job["status_url"]):
+            seen = (await call(other, "GET", path, 200))["job"]
+            assert (seen["kind"], seen["state"], seen["result"]) == ("decision_fit", "done", first), seen
+        assert [j["id"] for j in (await call(other, "GET", "/admin/decision-fits", 200))["jobs"]] == [first_job["id"]]
 
     # /ready names it, with its held-out figures.
     ready = (await client.get("/ready")).json()

@@ -3,7 +3,9 @@
 A full re-index marks every vector stale and re-embeds them; docs/api.md
 promises the old vectors keep serving meanwhile. The test holds the re-index
 inside its first embedding batch (a threading event on the model thread) and
-asks phase 3 a question while every stored vector is marked stale.
+asks phase 3 a question while every stored vector is marked stale. The re-index
+is a job: its POST answered 202 while the work was held (tests/integration/test_jobs.py
+has the rest of the job's contract).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from litestar.testing import AsyncTestClient
 from service.app import create_app
 from service.settings import PROJECT_ROOT, Settings
 from service.state import get_state
-from tests.conftest import post_beside, quiet_flags_file, wait_until_ready
+from tests.conftest import end_of, quiet_flags_file, run_job, wait_until_ready
 
 TOKEN = "reindex-test-token-0123456789"
 QUESTION = {"query": "explain workspace", "phase": 3}
@@ -36,7 +38,7 @@ async def test_full_reindex_re_embeds_every_chunk_and_old_vectors_keep_serving(
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with AsyncTestClient(app=app, timeout=60) as client:
         await wait_until_ready(client)
-        incremental = (await client.post("/admin/reindex", headers=headers)).json()
+        incremental = (await run_job(client, "/admin/reindex", headers))["result"]
         assert incremental["embedded"] == 0
         before = (await client.post("/retrieve", json=QUESTION)).json()
         # The question's vector is now cached: while the re-index holds the model
@@ -56,14 +58,16 @@ async def test_full_reindex_re_embeds_every_chunk_and_old_vectors_keep_serving(
 
         embedder.embed_passages = held
         try:
-            full = asyncio.create_task(post_beside(client, "/admin/reindex", json={"full": True}, headers=headers))
+            started = await client.post("/admin/reindex", json={"full": True}, headers=headers)
+            assert started.status_code == 202, started.text
             assert await asyncio.to_thread(inside.wait, 120), "the full re-index never started embedding"
             async with _connect(db_url) as conn:  # the re-index is really under way: nothing re-embedded yet
                 stale = await conn.fetchval("select count(*) from chunk_embeddings where input_hash = 'stale'")
                 total = await conn.fetchval("select count(*) from docs_knowledge_chunks")
             assert stale == total > 0
             during = (await client.post("/retrieve", json=QUESTION)).json()
-            assert not full.done()
+            job = (await client.get(started.json()["job"]["status_url"], headers=headers)).json()["job"]
+            assert job["state"] == "running", job
         finally:
             release.set()
             embedder.embed_passages = original
@@ -72,9 +76,9 @@ async def test_full_reindex_re_embeds_every_chunk_and_old_vectors_keep_serving(
         assert [r["doc_slug"] for r in during["results"]] == [r["doc_slug"] for r in before["results"]]
         assert during["results"][0]["source"] in ("hybrid", "embedding")
 
-        response = await full
-        assert response.status_code == 200, response.text
-        report = response.json()
+        job = await end_of(client, job, headers)
+        assert job["state"] == "done", job
+        report = job["result"]
         assert report["embedded"] == report["total"] > 0 and report["reused"] == 0
         after = (await client.post("/retrieve", json=QUESTION)).json()
         assert after["phase"] == 3 and after["fallback_path"] == []

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import decision_policy
+from tests.conftest import decision_policy, run_job
 
 RESULT_FIELDS = {
     "doc_slug", "title", "category", "snippet", "score", "content_hash",
@@ -129,9 +129,9 @@ async def test_reindex_requires_the_token_and_reports_counts(service_client: Any
 
     assert (await service_client.post("/admin/reindex")).status_code == 401
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
-    response = await service_client.post("/admin/reindex", json={}, headers=headers)
-    assert response.status_code == 200, response.text
-    report = response.json()
+    job = await run_job(service_client, "/admin/reindex", headers, json={})
+    assert (job["kind"], job["state"], job["params"]) == ("reindex", "done", {"full": False}), job
+    report = job["result"]
     assert report["embedded"] == 0 and report["reused"] == report["total"] > 100
 
 

@@ -53,6 +53,9 @@ def test_a_clarification_survives_the_round_trip_through_the_client() -> None:
         (lambda w: {**w, "query": "delete everything"}, "signature"),
         (lambda w: {**w, "options": [w["options"][1], w["options"][0]]}, "signature"),
         (lambda w: {**w, "signature": "0" * 64}, "signature"),
+        (lambda w: {**w, "signature": "é" * 64}, "signature"),  # was a TypeError (a 500)
+        (lambda w: {**w, "signature": "\ud800"}, "signature"),  # a lone surrogate, as JSON may carry
+        (lambda w: {**w, "v": 2}, "malformed"),
         (lambda w: {**w, "issued_at": w["issued_at"] + 5}, "signature"),
         (lambda w: {k: v for k, v in w.items() if k != "query"}, "malformed"),
         (lambda w: {**w, "extra": 1}, "malformed"),

@@ -1,12 +1,13 @@
 """Admin routes of the review-to-fit loop (admin token):
 
 - `POST /admin/decision-fits`: fit the corpus's own decision on its reviewed traffic, in the
-  background (`evaluation/from_review.py`): 202 with the job; 409 naming how many more
-  reviewed queries a fit needs, or that a fit is already running;
-- `GET /admin/decision-fits/jobs/{job_id}[?wait=S]`: the job's status; `wait` (≤ 120 s)
-  answers as soon as the job ends (a long poll);
+  background (`evaluation/from_review.py`), as a job (`api/jobs.py`: stored in PostgreSQL,
+  readable from any replica): 202 with the job; 409 naming how many more reviewed queries a
+  fit needs, or the fit job already running;
+- `GET /admin/decision-fits/jobs/{job_id}[?wait=S]`: a fit job's status (as
+  `GET /admin/jobs/{job_id}`); `wait` (≤ 120 s) answers as soon as the job ends (a long poll);
 - `GET /admin/decision-fits`: the fit in force, every stored fit with its figures and
-  whether it is active, the audit trail and this replica's recent jobs;
+  whether it is active, the audit trail and the recent fit jobs;
 - `POST /admin/decision-fits/{id}/activate`: make a stored fit the active one (restore);
 - `POST /admin/decision-fits/deactivate`: no stored fit decides (the fit file, else the
   portable fit, again).
@@ -15,30 +16,27 @@ Activation reaches every replica through LISTEN/NOTIFY, like a flag change.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
+import msgspec
 from litestar import HttpMethod, Request, Response, get, post, route
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.exceptions import ClientException, NotFoundException
-from litestar.params import FromPath, QueryParameter
+from litestar.params import FromPath
 
 from service.api.auth import admin_guard
 from service.api.errors import client_errors
 from service.api.feedback import unavailable
+from service.api.jobs import JobAnswer, Wait, actor_of, read_job, recent_jobs, start_job
 from service.api.unavailable import database_write, require_pool
-from service.evaluation.from_review import Progress, fit_from_review, reviewed_set
+from service.evaluation.from_review import NotEnoughReviews, Progress, fit_from_review, reviewed_set
 from service.feedback.log_writer import DB_ERRORS
 from service.fit_store import FitStore, UnknownFit, UnusableFit
+from service.job_store import JobFailed
 from service.learning.connect import Learning, learning_of
 from service.pipeline import Pipeline
 from service.state import get_state
-
-MAX_WAIT_S = 120.0
-
-
-def _actor(request: Request[Any, Any, Any]) -> str:
-    return f"admin@{request.client.host if request.client else 'unknown'}"
 
 
 def in_force(state: State, learning: Learning) -> dict[str, Any]:
@@ -63,45 +61,42 @@ def fits_options(request: Request[Any, Any, Any]) -> Response[None]:
       summary="Fit the corpus's own decision on its reviewed traffic (in the background)")
 async def start_fit(
     state: State, request: Request[Any, Any, Any], pipeline: NamedDependency[Pipeline],
-) -> Response[dict[str, Any]]:
+) -> Response[JobAnswer]:
     st = get_state(state)
     learning = learning_of(state)
     pool = require_pool(st, "a decision fit")
-    running = learning.jobs.running()
-    if running is not None:
-        raise ClientException(status_code=409, detail=f"a decision fit is already running (job {running.id})")
     documents = st.corpus.documents
     async with database_write("a decision fit"):
         reviewed = await reviewed_set(pool, {d.slug for d in documents})
     short = reviewed.shortfall()
     if short is not None:
         raise ClientException(status_code=409, detail=short, extra=[
-            {"reviewed": len(reviewed.cases), "held_out": len(reviewed.held_out), "refused": len(reviewed.refused)}])
-    actor = _actor(request)
+            {"message": short, "reviewed": len(reviewed.cases), "held_out": len(reviewed.held_out),
+             "refused": len(reviewed.refused)}])
+    actor = actor_of(request)
+    progress = Progress()
 
-    async def work(progress: Progress) -> Any:
+    async def work() -> dict[str, Any]:
         current = get_state(state)
-        return await fit_from_review(
-            pool if current.pool is None else current.pool, pipeline, pipeline.flags(), current.corpus.documents,
-            learning.store, corpus=current.settings.seeds_dir.name, actor=actor, progress=progress,
-        )
+        try:
+            outcome = await fit_from_review(
+                pool if current.pool is None else current.pool, pipeline, pipeline.flags(), current.corpus.documents,
+                learning.store, corpus=current.settings.seeds_dir.name, actor=actor, progress=progress,
+            )
+        except (NotEnoughReviews, ValueError, RuntimeError) as err:  # said to the operator as it is
+            raise JobFailed(str(err)) from err
+        return outcome.as_dict()
 
-    job = learning.jobs.start(work, actor)
-    return Response({"job": job.as_dict()}, status_code=202)
+    def snapshot() -> dict[str, Any]:
+        return {"step": progress.step, "cases": progress.cases}
+
+    return await start_job(state, "decision_fit", request, work, snapshot)
 
 
-@get("/admin/decision-fits/jobs/{job_id:str}", guards=[admin_guard], responses=client_errors(400, 401, 403, 404),
-     summary="A decision fit job's status (wait: answer as soon as it ends, at most that many seconds)")
-async def fit_job(
-    state: State, job_id: FromPath[str],
-    wait: Annotated[float, QueryParameter(ge=0, le=MAX_WAIT_S, description="seconds to wait for the end")] = 0,
-) -> dict[str, Any]:
-    learning = learning_of(state)
-    job = learning.jobs.get(job_id)
-    if job is None:
-        raise NotFoundException(f"no decision fit job {job_id!r} on this replica")
-    await learning.jobs.wait(job, wait)
-    return {"job": job.as_dict()}
+@get("/admin/decision-fits/jobs/{job_id:str}", guards=[admin_guard], responses=client_errors(400, 401, 403, 404, 503),
+     summary="A decision fit job's status, from any replica (wait: answer as soon as it ends, at most that many seconds)")
+async def fit_job(state: State, job_id: FromPath[str], wait: Wait = 0) -> JobAnswer:
+    return JobAnswer(job=await read_job(state, job_id, wait, kind="decision_fit"))
 
 
 @get("/admin/decision-fits", guards=[admin_guard], responses=client_errors(401, 403, 503),
@@ -114,8 +109,9 @@ async def list_fits(state: State) -> dict[str, Any]:
         audit = await FitStore.audit(pool)
     except DB_ERRORS as err:
         raise unavailable(f"the database is not reachable ({type(err).__name__})") from err
+    jobs = await recent_jobs(state, "decision_fit")
     return {"in_force": in_force(state, learning), "fits": [_row(f) for f in fits], "audit": audit,
-            "jobs": [j.as_dict() for j in reversed(learning.jobs.jobs.values())]}
+            "jobs": msgspec.to_builtins(jobs)}
 
 
 def _row(fit: Any) -> dict[str, Any]:
@@ -136,7 +132,7 @@ async def activate_fit(
     try:
         async with database_write("activating a decision fit"):
             fit = await learning.store.activate(
-                pool, int(fit_id), actor=_actor(request), reason="activated by hand",
+                pool, int(fit_id), actor=actor_of(request), reason="activated by hand",
                 served_pages=pipeline.decider.served_pages,
             )
     except UnknownFit as err:
@@ -153,7 +149,7 @@ async def deactivate_fit(state: State, request: Request[Any, Any, Any]) -> dict[
     learning = learning_of(state)
     pool = require_pool(get_state(state), "deactivating the decision fit")
     async with database_write("deactivating the decision fit"):
-        fit = await learning.store.deactivate(pool, actor=_actor(request), reason="deactivated by hand")
+        fit = await learning.store.deactivate(pool, actor=actor_of(request), reason="deactivated by hand")
     return {"deactivated": _row(fit) if fit is not None else None, "in_force": in_force(state, learning)}
 
 
