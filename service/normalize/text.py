@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import unicodedata
 from collections.abc import Iterable, Mapping
+
+import Stemmer  # PyStemmer: Snowball stemmers in C
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _APOSTROPHES = re.compile(r"['\u2019\u02bc]")
@@ -102,13 +105,22 @@ def stem_plural(token: str, known_terms: frozenset[str] = frozenset()) -> str:
 
 
 def match_key(token: str) -> str:
-    """The form two tokens are compared in: the plural stem, known terms included.
+    """The form two tokens are compared in: the Snowball (Porter 2) English stem of the plural
+    stem, known terms included.
 
     Stemming keeps known terms intact in what the user sees (matched terms,
-    corrections), but "note" must still find the "Notes" page, so matching
-    compares singular keys on both sides.
+    corrections), but "note" must still find the "Notes" page, and "deployment", "deploying"
+    and "deploy" one another (issue 40: the seed guards compared plurals only, so "deployment"
+    matched no word of a page titled "Deploying your docs" that BM25F ranked first).
     """
-    return stem_plural(token)
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = Stemmer.Stemmer("english")
+    key: str = stemmer.stemWord(stem_plural(token))
+    return key
+
+
+_stemmers = threading.local()  # a PyStemmer object must not be shared across threads
 
 
 def normalise_words(

@@ -1,23 +1,18 @@
-"""The two keys the keyword index compares tokens by.
+"""The key the keyword index compares tokens by.
 
-- match key (`normalize.text.match_key`, plurals only): what the seed
-  formula's guards match on (matched terms, title/keyword hits, exact title
-  phrase), so "note" finds "Notes" and nothing broader.
-- lexical key: the Snowball (Porter 2) English stem of the match key, broader
-  ("aeroelastic"/"aeroelasticity" meet), so it is used by BM25F ranking only.
+The match key (`normalize.text.match_key`: the Snowball (Porter 2) English stem of the plural
+stem) is what the seed formula's guards match on (matched terms, title/keyword hits, exact title
+phrase) and what BM25F ranks on (`lexical_key`), so "note" finds "Notes" and "deployment" the
+"Deploying" page in both. Until issue 40 the guards compared plurals only while BM25F compared
+stems, so a page ranked first for "deployment" had no matched term and the decision declined it.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Iterable
 
-import Stemmer  # PyStemmer: Snowball stemmers in C
-
 from service.normalize.text import match_key
-
-_stemmers = threading.local()  # a PyStemmer object must not be shared across threads
 
 
 def match_keys(tokens: Iterable[str]) -> list[str]:
@@ -26,9 +21,5 @@ def match_keys(tokens: Iterable[str]) -> list[str]:
 
 
 def lexical_key(token: str) -> str:
-    """BM25F's term key: the Snowball English stem of the match key."""
-    stemmer = getattr(_stemmers, "english", None)
-    if stemmer is None:
-        stemmer = _stemmers.english = Stemmer.Stemmer("english")
-    key: str = stemmer.stemWord(match_key(token))
-    return key
+    """BM25F's term key: the match key, which is already the Snowball English stem."""
+    return match_key(token)
