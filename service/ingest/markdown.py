@@ -349,6 +349,25 @@ def _keywords(path: Path, page: ParsedPage) -> tuple[str, ...]:
 def seed_files(seeds_dir: Path, rules: CorpusRules = CorpusRules(), quiet: bool = False) -> list[Path]:
     """Pages under `seeds_dir` (module docstring), sorted; each skipped file logged once
     with its reason (`quiet`: not logged, for a second look at the same tree)."""
+    pages, skipped = _listing(seeds_dir, rules)
+    if not quiet:
+        for path, reason in sorted(skipped):
+            log.info("seed: skipped %s: %s", path.relative_to(seeds_dir).as_posix(), reason)
+    return pages
+
+
+_IGNORED = "matches seeding.ignore"
+
+
+def ignored_files(seeds_dir: Path, rules: CorpusRules) -> list[Path]:
+    """The page files `seeding.ignore` leaves out: links into them are not broken (links.py)."""
+    if not rules.ignore:
+        return []
+    return sorted(path for path, reason in _listing(seeds_dir, rules)[1] if reason == _IGNORED)
+
+
+def _listing(seeds_dir: Path, rules: CorpusRules) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The pages, sorted, and each skipped page file with its reason."""
     if not seeds_dir.is_dir():
         raise FileNotFoundError(f"seeds directory {seeds_dir} does not exist")
     pages: list[Path] = []
@@ -369,13 +388,10 @@ def seed_files(seeds_dir: Path, rules: CorpusRules = CorpusRules(), quiet: bool 
             continue
         posix = relative.as_posix()
         if any(fnmatch.fnmatchcase(posix, g) or fnmatch.fnmatchcase(path.name, g) for g in rules.ignore):
-            skipped.append((path, "matches seeding.ignore"))
+            skipped.append((path, _IGNORED))
             continue
         pages.append(path)
-    if not quiet:
-        for path, reason in sorted(skipped):
-            log.info("seed: skipped %s: %s", path.relative_to(seeds_dir).as_posix(), reason)
-    return sorted(pages)
+    return sorted(pages), skipped
 
 
 def _about_the_corpus(stem: str) -> bool:
