@@ -115,12 +115,14 @@ def detect_dialect(root: Path, pages: Sequence[Path] = ()) -> Dialect:
     Config files, first found wins: `mkdocs.yml` in the root or beside it whose
     `docs_dir` (default `docs`) is the root; `.vitepress/` in the root;
     `docusaurus.config.*` beside the root; `astro.config.*` in the project whose
-    `src/content/docs` is the root. Without one (a copied docs folder): `.mdx`
-    pages → mdx; else the more frequent of MkDocs markers (`!!! note`, `--8<--`,
-    `::: a.b`, `{ #id }`) and VitePress markers (`::: code-group` / `details` /
-    `danger` / `info`, `<script setup>`); else markdown.
+    `src/content/docs` is the root. Without one (a copied docs folder; `.rst` pages
+    are not looked at, they have their own reader): `.mdx` pages → mdx; else the more
+    frequent of MkDocs markers (`!!! note`, `--8<--`, `::: a.b`, `{ #id }`) and
+    VitePress markers (`::: code-group` / `details` / `danger` / `info`,
+    `<script setup>`); else markdown.
     """
     root = root.resolve()
+    pages = [p for p in pages if p.suffix != ".rst"]  # Sphinx pages have their own reader
     for folder in (root, root.parent):
         for name in ("mkdocs.yml", "mkdocs.yaml"):
             config = folder / name

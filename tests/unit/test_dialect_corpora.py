@@ -280,6 +280,24 @@ def test_detection_from_config_files(tmp_path: Path) -> None:
     assert detect_dialect(content) == Dialect.docusaurus
 
 
+def test_the_log_names_the_reader_of_every_page(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 42: an all-reStructuredText folder was logged as "read as markdown"."""
+    def said(root: Path) -> str:
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="service.ingest.markdown"):
+            parse_corpus(root)
+        return next(r.getMessage() for r in caplog.records if " read as " in r.getMessage())
+
+    requests = CORPORA / "requests-docs"
+    assert said(requests) == f"seed: {requests} read as reStructuredText (15 pages)"
+    mkdocs = CORPORA / "mkdocs-docs"
+    assert said(mkdocs) == f"seed: {mkdocs} read as mkdocs (19 pages; seeding.dialect auto)"
+    (tmp_path / "usage.rst").write_text("Usage\n=====\n\nRun it.\n")
+    (tmp_path / "install.rst").write_text("Install\n=======\n\nGet it.\n")
+    (tmp_path / "notes.md").write_text("# Notes\n\n!!! note\n    Careful.\n")
+    assert said(tmp_path) == f"seed: {tmp_path} read as reStructuredText (2 pages) and mkdocs (1 page; seeding.dialect auto)"
+
+
 def test_discovery_index_pages_and_logged_skips(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     for name, text in {"README.md": "# About\n", "404.md": "# Not found\n\nGone.\n", "index.mdx": "# Home\n\nHi.\n",
                        "guide/README.md": "# Guide\n\nRead me.\n", "guide/index.md": "# Guide\n\nIndex.\n",
