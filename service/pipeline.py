@@ -39,7 +39,7 @@ from service.flags import Flags
 from service.memory import release_free_memory
 from service.normalize.lexicon import Synonyms, build_lexicon
 from service.normalize.query import normalize_query
-from service.respond import TierOutcome, generic, log_query, outcome_of, with_anchors
+from service.respond import TierOutcome, generic, log_query, outcome_of
 from service.routing.phases import PhaseRecorder, Router, starting_phase
 from service.scoring.hybrid import HybridRetriever
 from service.scoring.indexes import CorpusIndexes, build_indexes
@@ -232,7 +232,7 @@ class Pipeline:
             answered, curation_steps = self._curated(query, answered)
             fallback.extend(curation_steps)
         with optional_span(self.telemetry, "decide") as span:
-            outcome = with_anchors(outcome_of(answered, ctx.top_k, tuple(fallback), request_id, started), self.anchors)
+            outcome = outcome_of(answered, ctx.top_k, tuple(fallback), request_id, started, self.anchors)
             if resolution is not None:
                 outcome = msgspec.structs.replace(outcome, conversation=resolution.trace)
             if span is not None:

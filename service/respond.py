@@ -1,11 +1,16 @@
-"""An answered tier → the request's `Outcome`, and the one log line each request leaves."""
+"""An answered tier → the request's `Outcome`, and the one log line each request leaves.
+
+The results shown name each page and section once: a tier ranks chunks, and two chunks of one
+section (a long section cut in two, or the same chunk reached twice by a decision's own
+reordering) would send a reader to the same place twice; the lower one merges into the first.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -14,7 +19,7 @@ from service.decide import clarify
 from service.domain.candidates import Candidates
 from service.domain.outcome import FallbackStep, Outcome, Status, Tier
 from service.domain.signals import DecisionSignals
-from service.domain.types import Answer, Clarify, Decision, NoMatch, NormalizedQuery
+from service.domain.types import Answer, Clarify, Decision, Evidence, NoMatch, NormalizedQuery
 
 log = logging.getLogger("service.query")
 
@@ -33,16 +38,45 @@ class TierOutcome:
         return self.candidates.phase
 
 
-def with_anchors(outcome: Outcome, anchors: Mapping[tuple[str, int], str]) -> Outcome:
-    """Each chunk result with its heading's URL fragment (the UI opens that section)."""
-    if not anchors or not outcome.results:
-        return outcome
-    results = tuple(
-        msgspec.structs.replace(e, anchor=anchors.get((e.doc_slug, e.chunk_index), ""))
-        if e.chunk_index is not None else e
-        for e in outcome.results
+Anchors = Mapping[tuple[str, int], str]
+"""(doc_slug, chunk_index) → the chunk's heading as a URL fragment."""
+
+
+def one_per_section(
+    results: Sequence[Evidence], top_k: int, anchors: Anchors,
+    explained: Callable[[Evidence], Evidence] | None = None,
+) -> tuple[list[Evidence], int]:
+    """The first `top_k` distinct (page, anchor) of `results`, in their order, each explained
+    and carrying its heading's anchor (the UI opens that section); a later chunk of a section
+    already shown merges into it. Returns them and how many of `results` they took."""
+    shown: list[Evidence] = []
+    at: dict[tuple[str, str], int] = {}
+    taken = 0
+    for evidence in results:
+        if len(shown) >= top_k:
+            break
+        taken += 1
+        if explained is not None:
+            evidence = explained(evidence)
+        if evidence.chunk_index is not None and anchors:
+            evidence = msgspec.structs.replace(evidence, anchor=anchors.get((evidence.doc_slug, evidence.chunk_index), ""))
+        key = (evidence.doc_slug, evidence.anchor or "")
+        if key in at:
+            shown[at[key]] = _merged(shown[at[key]], evidence)
+        else:
+            at[key] = len(shown)
+            shown.append(evidence)
+    return shown, taken
+
+
+def _merged(first: Evidence, later: Evidence) -> Evidence:
+    """`first` with what `later`, a lower result of the same section, adds: its matched terms."""
+    also = f"chunk {later.chunk_index}" if later.chunk_index is not None and later.chunk_index != first.chunk_index \
+        else "the same passage again"
+    return msgspec.structs.replace(
+        first, matched_terms=tuple(dict.fromkeys((*first.matched_terms, *later.matched_terms))),
+        match_explain=(*first.match_explain, f"merged: {also} of this section (score {later.score:.4g})"),
     )
-    return msgspec.structs.replace(outcome, results=results)
 
 
 def elapsed_ms(started: float) -> float:
@@ -64,15 +98,16 @@ def outcome_of(
     fallback: tuple[FallbackStep, ...],
     request_id: str,
     started: float,
+    anchors: Anchors | None = None,
 ) -> Outcome:
-    """The evidence shown is completed by the tier's `explained` (snippets only for those)."""
+    """The evidence shown is completed by the tier's `explained` (snippets only for those), one
+    result per page and section (`one_per_section`)."""
     if answered is None:
         return generic("no_match", request_id, started, fallback, "all_tiers_failed")
     decision = answered.decision
-    explained = answered.candidates.explained
-    if explained is not None and decision.results:
-        shown = tuple(explained(e) for e in decision.results[: top_k])
-        decision = msgspec.structs.replace(decision, results=(*shown, *decision.results[top_k :]))
+    if decision.results:
+        shown, taken = one_per_section(decision.results, top_k, anchors or {}, answered.candidates.explained)
+        decision = msgspec.structs.replace(decision, results=(*shown, *decision.results[taken:]))
     status: Status
     match decision:
         case Answer():

@@ -82,6 +82,9 @@ class DecisionStatus:
     corpus's own file that does not fit the served pages."""
     error: Callable[[], str | None] = lambda: None
     """Why the fitted file is not in use (not loaded, or fitted on other pages)."""
+    failure: Callable[[], str | None] = lambda: None
+    """The part of `error` that is a failure: the corpus's own fit could not be loaded or read
+    (a fit made on other pages is no failure: the portable fit or the seed rules decide)."""
     source: Callable[[], str | None] = lambda: None
     """Where the fit in use comes from: `review` (learned from reviewed traffic, stored in
     PostgreSQL), `file` (the corpus's own fit file) or `portable` (service/learning)."""

@@ -114,7 +114,7 @@ def build_pipeline(
     st.reindex = reindex
     st.decision = DecisionStatus(
         policy=lambda: decider.policy_in_force(pipeline.flags()).value, calibration=calibration,
-        error=decider.calibration_problem,
+        error=decider.calibration_problem, failure=lambda: decider.own_error,
     )
     return pipeline
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, NamedTuple
 
 from litestar import Response, get
 from litestar.datastructures import State
@@ -41,8 +41,14 @@ class Ready(Base, frozen=True):
     calibration: str | None = None
     """The fitted calibration file's version (service/decide/data/calibration.json); only while
     `decision.policy` is `calibrated` (the seed rules use no fit)."""
+    calibration_fit: str | None = None
+    """Which fit decides, in words: `reviewed-traffic fit`, `this corpus's own fit`, `portable fit`,
+    or `none: the seed rules decide`; only while `calibrated` is the policy."""
+    calibration_note: str | None = None
+    """Why that fit and not the corpus's own, where nothing failed (the own fit was made on other
+    pages: on a new corpus the portable fit deciding is the expected state)."""
     calibration_error: str | None = None
-    """Why `calibrated` runs on the seed rules or the portable fit; only while it is the policy."""
+    """Only when something failed: the corpus's own fit could not be loaded or read."""
     calibration_source: str | None = None
     """Where that fit comes from: `review` (learned from reviewed traffic), `file` or `portable`."""
     calibration_held_out: dict[str, Any] | None = None
@@ -89,7 +95,7 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             f"migrations behind: database at {counts.migration_version},"
             f" code expects {st.expected_migration}", db
         )
-    calibration, calibration_error, source, held_out = _calibration(state)
+    fit = _calibration(state)
     return Response(
         Ready(
             ready=True, documents=counts.documents, chunks=counts.chunks,
@@ -98,23 +104,38 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             semantic_ready=semantic is not None and semantic.serving_model is not None and not semantic.indexing,
             embedding_model=semantic.serving_model if semantic else None,
             semantic_error=semantic.error if semantic else None,
-            database=db, decision_policy=st.decision.policy(), calibration=calibration,
-            calibration_error=calibration_error, calibration_source=source, calibration_held_out=held_out,
-            **_phases(state),
+            database=db, decision_policy=st.decision.policy(), calibration=fit.version,
+            calibration_fit=fit.fit, calibration_note=fit.note, calibration_error=fit.error,
+            calibration_source=fit.source, calibration_held_out=fit.held_out, **_phases(state),
         ),
         status_code=200,
     )
 
 
-def _calibration(state: State) -> tuple[str | None, str | None, str | None, dict[str, Any] | None]:
-    """The fit, its problem, its source and held-out figures where the configured
-    `decision.policy` uses a fit, else nothing: under `seed_rules` a missing or foreign fit
-    changes no answer and asks nothing of the operator."""
+FIT_NAMES = {"review": "reviewed-traffic fit", "file": "this corpus's own fit", "portable": "portable fit"}
+NO_FIT = "none: the seed rules decide"
+
+
+class _Fit(NamedTuple):
+    version: str | None = None
+    fit: str | None = None
+    source: str | None = None
+    held_out: dict[str, Any] | None = None
+    note: str | None = None
+    error: str | None = None
+
+
+def _calibration(state: State) -> _Fit:
+    """Which fit decides (in words and by source), its version, held-out figures, a note and a
+    failure, where the configured `decision.policy` uses a fit, else nothing: under
+    `seed_rules` a missing or foreign fit changes no answer and asks nothing of the operator."""
     ops = state.get(OPS_KEY)
     if not isinstance(ops, Operations) or ops.flags().decision.policy != "calibrated":
-        return None, None, None, None
+        return _Fit()
     decision = get_state(state).decision
-    return decision.calibration(), decision.error(), decision.source(), decision.held_out()
+    source, problem, failure = decision.source(), decision.error(), decision.failure()
+    return _Fit(decision.calibration(), FIT_NAMES.get(source or "", NO_FIT), source, decision.held_out(),
+                note=problem if problem != failure else None, error=failure)
 
 
 def _phases(state: State) -> dict[str, int | None]:

@@ -101,19 +101,23 @@
 
   // Which fit decides (/ready): a fit learned from reviewed traffic with its held-out figures,
   // the corpus's fit file, the portable fit, or the seed rules.
+  // An error only when something failed (calibration_error); why the corpus's own fit does
+  // not decide, where nothing failed, is a note.
   function decisionLine(d) {
+    const why = d.calibration_error || d.calibration_note;
     if (d.decision_policy !== "calibrated" || !d.calibration) {
-      return "decided by: the seed rules" + (d.calibration_error ? " (" + d.calibration_error + ")" : "");
+      return "decided by: the seed rules" + (why ? " (" + why + ")" : "");
     }
+    const failed = d.calibration_error ? "; error: " + d.calibration_error : "";
     const h = d.calibration_held_out;
     if (d.calibration_source === "review" && h && h.fit) {
       return "decided by: " + d.calibration + " (own, fitted on " + fmt(h.fitted_on) + " reviewed cases; held out: right " +
         pct(h.fit.right_rate) + ", wrong " + pct(h.fit.wrong_rate) + ")";
     }
     if (d.calibration_source === "portable") {
-      return "decided by: portable fit " + d.calibration + " (this corpus has no fit of its own)";
+      return "decided by: portable fit " + d.calibration + " (this corpus has no fit of its own" + failed + ")";
     }
-    return "decided by: " + d.calibration + " (own fit file)";
+    return "decided by: " + d.calibration + " (own fit file" + failed + ")";
   }
 
   // The corpus's own categories (GET /documents), refreshed with the status:

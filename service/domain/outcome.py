@@ -63,7 +63,8 @@ class Outcome(Base, frozen=True):
     decision: Decision | None
     """None for the generic reply (every tier failed, or retrieval is disabled)."""
     results: tuple[Evidence, ...]
-    """The decision's evidence, cut to the request's top_k."""
+    """The decision's evidence, cut to the request's top_k; each page and section once
+    (service/respond.py `one_per_section`)."""
     tier: Tier
     phase: int
     """The phase that produced the answer (0: the Tier-1 cache or the generic reply)."""

@@ -115,12 +115,14 @@ def detect_dialect(root: Path, pages: Sequence[Path] = ()) -> Dialect:
     Config files, first found wins: `mkdocs.yml` in the root or beside it whose
     `docs_dir` (default `docs`) is the root; `.vitepress/` in the root;
     `docusaurus.config.*` beside the root; `astro.config.*` in the project whose
-    `src/content/docs` is the root. Without one (a copied docs folder): `.mdx`
-    pages → mdx; else the more frequent of MkDocs markers (`!!! note`, `--8<--`,
-    `::: a.b`, `{ #id }`) and VitePress markers (`::: code-group` / `details` /
-    `danger` / `info`, `<script setup>`); else markdown.
+    `src/content/docs` is the root. Without one (a copied docs folder; `.rst` pages
+    are not looked at, they have their own reader): `.mdx` pages → mdx; else the more
+    frequent of MkDocs markers (`!!! note`, `--8<--`, `::: a.b`, `{ #id }`) and
+    VitePress markers (`::: code-group` / `details` / `danger` / `info`,
+    `<script setup>`); else markdown.
     """
     root = root.resolve()
+    pages = [p for p in pages if p.suffix != ".rst"]  # Sphinx pages have their own reader
     for folder in (root, root.parent):
         for name in ("mkdocs.yml", "mkdocs.yaml"):
             config = folder / name
@@ -276,7 +278,15 @@ _ATTR_VALUE = r"""(?>"[^"]*"|'[^']*'|[^\s{}]++)"""
 _ATTR = rf"(?:[#.][^\s{{}}]++|[\w-]++={_ATTR_VALUE})"
 _ATTR_LIST = re.compile(rf"(?<!\s)\s*\{{:?[ \t]*({_ATTR}(?:[ \t]+{_ATTR})*)[ \t]*\}}")
 _HEADING_ATTRS = re.compile(_ATTR_LIST.pattern + r"\s*$")
-_ID = re.compile(r"(?:^|\s)#([^\s{}]+)")
+# `#id`, or the attribute written out (`id=x`, `id="x"`): python-markdown's attr_list sets the
+# element's id either way, and the last one written wins (`## Navigation path { id=navigation-path }`).
+_ID = re.compile(r"""(?:^|\s)(?:#([^\s{}]+)|id=(?:"([^"]*)"|'([^']*)'|([^\s{}"']+)))""")
+
+
+def _id_of(attributes: str) -> str | None:
+    """The id an attribute list gives its element, else None."""
+    found = [next(g for g in m.groups() if g is not None) for m in _ID.finditer(attributes)]
+    return found[-1] if found and found[-1] else None
 
 
 def heading_id(text: str) -> tuple[str, str | None]:
@@ -284,8 +294,7 @@ def heading_id(text: str) -> tuple[str, str | None]:
     match = _HEADING_ATTRS.search(text)
     if match is None:
         return text, None
-    found = _ID.search(match.group(1))
-    return text[: match.start()].rstrip(), found.group(1) if found else None
+    return text[: match.start()].rstrip(), _id_of(match.group(1))
 
 
 def strip_attr_lists(text: str) -> str:
@@ -295,7 +304,7 @@ def strip_attr_lists(text: str) -> str:
 
 def inline_ids(text: str) -> list[str]:
     """Ids of inline attribute lists (`**x**{ #id }`, `[](){#id}`)."""
-    return [i.group(1) for m in _ATTR_LIST.finditer(text) if (i := _ID.search(m.group(1)))]
+    return [i for m in _ATTR_LIST.finditer(text) if (i := _id_of(m.group(1)))]
 
 
 # --- rewriting ---------------------------------------------------------------------
@@ -312,6 +321,9 @@ _MKDOCSTRINGS = re.compile(r"^(\s*(?:>\s*)*(?:#{1,6}\s+)?):::[ \t]+([\w.:-]+)\s*
 _ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+\"([^\"]*)\")?\s*$")
 _SCRIPT_OPEN = re.compile(r"^\s*<(script|style)\b[^>]*>", re.IGNORECASE)
 _INCLUDE = re.compile(r"^\s*(?:--8<--|\{%\s*include\b|<<<\s|!include\b|\{!.*!\}\s*$)")
+# Text a build hook writes in: Material's documentation shortcodes (`<!-- md:setting x -->` makes
+# the option's heading and anchor) and VitePress' `<!--@include: part.md-->`.
+_BUILD_MARKER = re.compile(r"<!--\s*(?:md:\w|@include:)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(.*)$")
 _LINKS = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\([^)\n]*\)|\[\[[^\]\n]+\]\]|\[[^\]\n]+\]\[[^\]\n]*\]")
 _PROPERTY = re.compile(r"^\s*(?:[-*+]\s+)?[A-Za-z][\w.-]*::(?:\s.*)?$")
@@ -344,6 +356,9 @@ class Rewritten:
     """Characters of words in the rest (headings and code excluded)."""
     described: bool = False
     """The page states what it is about in a `description::` / `summary::` property."""
+    generated: bool = False
+    """Part of the page is written by its build (an include, a directive, a shortcode), so the
+    built page may have anchors that this reading cannot see."""
 
     @property
     def stub(self) -> bool:
@@ -469,10 +484,13 @@ class _Rewriter:
             self.out.anchors.update(inline_ids(line))
         if "<a" in line:  # `<a id="x"></a>`: an anchor every generator keeps
             self.out.anchors.update(_HTML_ANCHOR.findall(line))
+        if "<!--" in line and _BUILD_MARKER.search(line):
+            self.out.generated = True
         if _DESCRIPTION.match(line):
             self.out.described = True
             self._emit(line, structure=True)
         elif _INCLUDE.match(line) or _PROPERTY.match(line):
+            self.out.generated |= _PROPERTY.match(line) is None
             self._emit(line, structure=True)
         elif _HEADING.match(line) or _LINK_DEF.match(line):
             self._emit(line)
@@ -547,6 +565,7 @@ class _Rewriter:
         """`::: pkg.Object` (+ its indented options): the object's name and its anchor."""
         prefix, ident = directive.groups()
         self.out.anchors.add(ident)
+        self.out.generated = True
         self._emit(f"{prefix}`{ident}`" + (f" {{#{ident}}}" if "#" in prefix else ""), structure=True)
         j = i + 1
         while j < len(lines) and lines[j].strip() and lines[j][:1] in " \t":
@@ -570,6 +589,7 @@ class _Rewriter:
             self.out.anchors |= nested.anchors
             self.out.structure += nested.structure
             self.out.prose_chars += nested.prose_chars
+            self.out.generated |= nested.generated
         return j
 
 

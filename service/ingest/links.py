@@ -10,6 +10,15 @@ slugs (`[[Whiteboard/Action Bar]]` → `whiteboard-action-bar`); a heading by
 its GitHub anchor. Links to other files (images, PDFs) are not pages and are
 not checked. Flag `seeding.broken_links`: `warn` logs and reports them,
 `fail` fails the seed before any write.
+
+Not broken, and counted apart (`LinkCheck`): links that leave the corpus on purpose
+(**external**: an intersphinx `python:library/pdb` target, a `?q=` site-search link),
+links into a file `seeding.ignore` leaves out (**excluded**), a wikilink to a page nobody
+wrote in a Logseq graph (**unwritten**: Logseq makes a page of every `[[name]]`, holding the
+blocks that link to it; a corpus is taken for a Logseq graph when its pages carry `id::`
+block ids), and an anchor missing from a page that its build partly writes (an include, a
+directive, a shortcode: the built page may have it): **unverifiable**, reported once per
+page and anchor however many links point there.
 """
 
 from __future__ import annotations
@@ -17,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote
+from typing import Literal
+from urllib.parse import parse_qs, unquote
 
 from service.ingest.markdown import CorpusPage
 from service.ingest.parse import (
@@ -40,6 +50,51 @@ class BrokenLink:
         return f"{self.path}:{self.line}: broken link {self.target!r}: {self.reason}"
 
 
+@dataclass(frozen=True, slots=True)
+class UnverifiableAnchor:
+    """An anchor missing from a page its build partly writes: `links` links point at it."""
+
+    slug: str
+    anchor: str
+    path: Path
+    """Where the first link to it is."""
+    line: int
+    links: int
+
+    def __str__(self) -> str:
+        return (f"{self.path}:{self.line}: anchor {self.slug}#{self.anchor} ({self.links} link(s)) is not "
+                f"verifiable: part of {self.slug} is written by its build (an include, a directive or a shortcode)")
+
+
+@dataclass(frozen=True, slots=True)
+class LinkCheck:
+    """Every internal link of a corpus, judged (module doc)."""
+
+    broken: tuple[BrokenLink, ...] = ()
+    unverifiable: tuple[UnverifiableAnchor, ...] = ()
+    external: int = 0
+    """Links that leave the corpus on purpose: intersphinx targets, `?q=` site-search links."""
+    excluded: int = 0
+    """Links into files `seeding.ignore` leaves out."""
+    unwritten: int = 0
+    """Wikilinks of a Logseq graph to pages without a file (Logseq makes them)."""
+
+
+Verdict = Literal["ok", "broken", "external", "excluded", "unwritten", "unverifiable"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    verdict: Verdict
+    reason: str = ""
+    target: CorpusPage | None = None
+    """`unverifiable`: the page whose anchor it is."""
+    anchor: str = ""
+
+
+_OK = _Judged("ok")
+
+
 def _names(entry: CorpusPage) -> set[str]:
     doc, path, page = entry.doc, entry.path, entry.page
     names = {doc.slug, name_slug(doc.title), name_slug(path.stem), doc.slug.rsplit("/", 1)[-1]}
@@ -52,29 +107,56 @@ def _names(entry: CorpusPage) -> set[str]:
     return {n for n in names if n}
 
 
-def check_links(corpus: Sequence[CorpusPage], seeds_dir: Path) -> list[BrokenLink]:
-    """Every broken internal link of the corpus, in file order."""
+@dataclass(frozen=True, slots=True)
+class _Corpus:
+    root: Path
+    by_name: dict[str, CorpusPage]
+    by_file: dict[Path, CorpusPage]
+    excluded_files: frozenset[Path]
+    excluded_names: frozenset[str]
+    outliner: bool
+    """A Logseq graph: a `[[name]]` without a page is a page Logseq makes."""
+
+
+def check_links(
+    corpus: Sequence[CorpusPage], seeds_dir: Path, excluded: Sequence[Path] = ()
+) -> LinkCheck:
+    """Every internal link of the corpus judged, broken ones in file order. `excluded`: the
+    files `seeding.ignore` left out (`markdown.ignored_files`)."""
     by_name: dict[str, CorpusPage] = {}
     by_file: dict[Path, CorpusPage] = {}
     for entry in corpus:
         by_file[entry.path.resolve()] = entry
         for name in _names(entry):
             by_name.setdefault(name, entry)
-    root = seeds_dir.resolve()
+    files = frozenset(p.resolve() for p in excluded)
+    # A wikilink names a left-out page as it would a kept one: its file, or its folder for an index.
+    names = {name_slug(p.parent.name if p.name in _INDEX_FILES else p.stem) for p in files}
     block_ids = frozenset(i for entry in corpus for i in entry.page.block_ids)
+    known = _Corpus(seeds_dir.resolve(), by_name, by_file, files, frozenset(names - {""}), bool(block_ids))
     broken: list[BrokenLink] = []
+    unverifiable: dict[tuple[str, str], UnverifiableAnchor] = {}
+    counts = {"external": 0, "excluded": 0, "unwritten": 0}
     for entry in corpus:
         path = entry.path
         for link in entry.page.links:
             if link.kind == "block":
-                reason = "" if link.target in block_ids else "no block with that id"
+                judged = _OK if link.target in block_ids else _Judged("broken", "no block with that id")
             else:
-                reason = _resolve(link, entry, path.resolve(), root, by_name, by_file)
-            if reason:
+                judged = _resolve(link, entry, path.resolve(), known)
+            if judged.verdict == "broken":
                 shown = {"wikilink": f"[[{link.target}]]", "block": f"(({link.target}))",
                          "ref": f":ref:`{link.target}`"}.get(link.kind, link.target)
-                broken.append(BrokenLink(path, link.line, shown, reason))
-    return broken
+                broken.append(BrokenLink(path, link.line, shown, judged.reason))
+            elif judged.verdict == "unverifiable" and judged.target is not None:
+                key = (judged.target.doc.slug, judged.anchor)
+                seen = unverifiable.get(key)
+                unverifiable[key] = UnverifiableAnchor(key[0], key[1], path, link.line, 1) if seen is None \
+                    else UnverifiableAnchor(key[0], key[1], seen.path, seen.line, seen.links + 1)
+            elif judged.verdict in counts:
+                counts[judged.verdict] += 1
+    return LinkCheck(tuple(broken), tuple(unverifiable.values()), counts["external"], counts["excluded"],
+                     counts["unwritten"])
 
 
 PAGE_SUFFIXES = (".md", ".mdx", ".rst")
@@ -97,32 +179,53 @@ def _has_anchor(entry: CorpusPage, heading: str) -> bool:
     return not heading or anchor_slug(heading) in anchors or heading in anchors
 
 
-def _resolve(
-    link: Link, doc: CorpusPage, path: Path, root: Path,
-    by_name: dict[str, CorpusPage], by_file: dict[Path, CorpusPage],
-) -> str:
+def _anchored(target: CorpusPage, anchor: str, missing: str) -> _Judged:
+    """The page is there: its anchor found, unverifiable (its build writes part of it) or broken."""
+    if _has_anchor(target, anchor):
+        return _OK
+    if target.page.generated:
+        return _Judged("unverifiable", target=target, anchor=anchor)
+    return _Judged("broken", missing)
+
+
+def _resolve(link: Link, doc: CorpusPage, path: Path, known: _Corpus) -> _Judged:
+    if link.kind == "external":  # reStructuredText: an intersphinx target (rst.py)
+        return _Judged("external")
     if link.kind == "ref":  # reStructuredText: rst.py resolved every label it could
-        return "no `.. _label:` of that name in the corpus"
+        return _Judged("broken", "no `.. _label:` of that name in the corpus")
     if link.kind == "wikilink":
         page, heading = wikilink_target(link.target)
-        target = doc if not page else by_name.get(name_slug(page))
+        target = doc if not page else known.by_name.get(name_slug(page))
         if target is None:
-            return "no page with that name"
-        return "" if _has_anchor(target, heading) else f"no heading {heading!r} in {target.doc.slug}"
+            if name_slug(page) in known.excluded_names:
+                return _Judged("excluded")
+            return _Judged("unwritten" if known.outliner else "broken", "no page with that name")
+        return _anchored(target, heading, f"no heading {heading!r} in {target.doc.slug}")
     wrapped = unquote(link.target)
     if wrapped.startswith("[[") and wrapped.endswith("]]"):  # Logseq's `[label]([[Page]])`
-        return _resolve(Link(wrapped[2:-2], "wikilink", link.line), doc, path, root, by_name, by_file)
+        return _resolve(Link(wrapped[2:-2], "wikilink", link.line), doc, path, known)
     location, _, fragment = link.target.partition("#")
+    location, _, query = location.partition("?")
+    if "q" in parse_qs(query):  # `?q=…`: the site's search (Material's, for one), not a page
+        return _Judged("external")
     fragment = unquote(fragment)
     if not location:
-        return "" if _has_anchor(doc, fragment) else f"no heading #{fragment} on this page"
+        return _anchored(doc, fragment, f"no heading #{fragment} on this page")
     relative = PurePosixPath(unquote(location))
     suffix = relative.suffix.lower()
     if suffix and suffix not in (*PAGE_SUFFIXES, ".html"):
-        return ""  # an asset, not a page
-    base = root if relative.is_absolute() else path.parent
+        return _OK  # an asset, not a page
+    base = known.root if relative.is_absolute() else path.parent
     file = (base / str(relative).lstrip("/")).resolve()
-    target = next((by_file[f] for f in _page_files(file, suffix) if f in by_file), None)
+    candidates = _page_files(file, suffix)
+    if suffix not in PAGE_SUFFIXES and not relative.is_absolute() and path.name not in _INDEX_FILES:
+        # A link written as an address (`../ingress-nginx/`, `./#custom-domains`) may be relative
+        # to the page's own address, one folder deeper than its file (MkDocs serves `a/page.md`
+        # at `a/page/`): both readings are tried.
+        candidates += _page_files((path.with_suffix("") / str(relative)).resolve(), suffix)
+    target = next((known.by_file[f] for f in candidates if f in known.by_file), None)
     if target is None:
-        return "no such page in the corpus"
-    return "" if _has_anchor(target, fragment) else f"no heading #{fragment} in {target.doc.slug}"
+        if any(f in known.excluded_files for f in candidates):
+            return _Judged("excluded")
+        return _Judged("broken", "no such page in the corpus")
+    return _anchored(target, fragment, f"no heading #{fragment} in {target.doc.slug}")

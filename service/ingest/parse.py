@@ -59,7 +59,7 @@ from service.ingest.dialects import (
 from service.ingest.scan import Scan, code_spans
 
 BlockKind = Literal["para", "list", "table", "code"]
-LinkKind = Literal["markdown", "wikilink", "block", "ref"]
+LinkKind = Literal["markdown", "wikilink", "block", "ref", "external"]
 """`ref`: a reStructuredText `:ref:` whose label no page defines (service/ingest/rst.py)."""
 
 SECTION_LEVELS = 3
@@ -177,7 +177,8 @@ _HEADING_LINE = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+)?#{1,6}\s")
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    """An internal link as written: `[[Page#Heading]]`, `[t](../x.md#a)`, `[t](#a)`."""
+    """An internal link as written: `[[Page#Heading]]`, `[t](../x.md#a)`, `[t](#a)`; `external`:
+    one that leaves the corpus on purpose (an intersphinx `python:library/pdb`)."""
 
     target: str
     kind: LinkKind
@@ -229,6 +230,9 @@ class ParsedPage:
     stub: bool = False
     """Nothing to say on its own: only an include, a directive, links, properties
     or components (service/ingest/dialects.py `Rewritten.stub`)."""
+    generated: bool = False
+    """Part of the page is written by its build (an include, a directive, a shortcode): the site's
+    page may carry anchors this parse cannot see (service/ingest/links.py: unverifiable)."""
 
 
 class FrontMatterError(ValueError):
@@ -444,6 +448,7 @@ def _parse(text: str, dialect: Dialect = Dialect.markdown, mdx: bool = False) ->
         links=tuple(_links(tokens, lines)),
         block_ids=frozenset(m.lower() for m in _BLOCK_ID.findall(text)),
         stub=rewritten.stub,
+        generated=rewritten.generated,
     )
 
 

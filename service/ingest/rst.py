@@ -187,7 +187,9 @@ def _xref_role(kind: str) -> Callable[..., RoleResult]:
     def role(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
              options: Any = None, content: Any = None) -> RoleResult:
         title, target = _split_title(text)
-        node = _XRef(rawtext, title or "", kind=kind, target=target, explicit=title is not None)
+        # The target is the text when no title is given, as in Sphinx: a section title's id
+        # (`Using :doc:`python:library/pdb` with pytest` → `#using-python-library-pdb-with-pytest`).
+        node = _XRef(rawtext, title or target, kind=kind, target=target, explicit=title is not None)
         node.line = lineno
         return [node], []
 
@@ -444,7 +446,7 @@ def _labels(document: nodes.document, docname: str) -> dict[str, LabelTarget]:
         if "refuri" in node or isinstance(node, (nodes.footnote, nodes.citation)):
             continue  # an external link target or a footnote, not a place in the docs
         if isinstance(node, nodes.section) and node["ids"]:
-            labels[name] = LabelTarget(docname, node["ids"][0], _plain_of(node[0]).strip())
+            labels[name] = LabelTarget(docname, node["ids"][0], _title_text(node[0]))
         else:
             labels[name] = LabelTarget(docname, labelid, None)
     return labels
@@ -539,22 +541,32 @@ def _link_only(item: nodes.Element) -> bool:
     return bool(links) and _word_chars(rest) <= 3
 
 
-def _plain_of(node: nodes.Node) -> str:
-    """The words a reader sees, without code (as the Markdown reader's plain text)."""
+def _plain_of(node: nodes.Node, code: bool = False) -> str:
+    """The words a reader sees, without code (as the Markdown reader's plain text); with `code`,
+    inline literals keep their text (a section title, which Sphinx shows whole)."""
     if isinstance(node, nodes.Text):
         return node.astext()  # backslash-escapes resolved
     if isinstance(node, (*_SKIP_NODES, nodes.literal_block, nodes.doctest_block, nodes.math_block,
                          _TocTree)):
         return ""
     if isinstance(node, nodes.literal):
-        return " "
+        return node.astext() if code else " "
     if isinstance(node, nodes.problematic):
         return _problematic_text(node.astext())
     if isinstance(node, _XRef):
-        return node.astext()
+        if node["explicit"]:
+            return node.astext()
+        # A title names what the role points at; in running text it is filled in later.
+        return _shown_target(str(node["kind"]), str(node["target"])) if code else ""
     assert isinstance(node, nodes.Element)
     joiner = "\n" if not isinstance(node, nodes.TextElement) else ""
-    return joiner.join(_plain_of(child) for child in node.children)
+    return joiner.join(_plain_of(child, code) for child in node.children)
+
+
+def _title_text(title: nodes.Node) -> str:
+    """A section title as the site shows it and as headings are named everywhere (the Markdown
+    reader keeps inline code in a heading too): "Using async and await", not "Using and"."""
+    return " ".join(_plain_of(title, code=True).split())
 
 
 @dataclass(slots=True)
@@ -608,7 +620,7 @@ class _Renderer:
 
     def section(self, node: nodes.section, depth: int) -> None:
         title = node[0] if node.children and isinstance(node[0], nodes.title) else None
-        text = " ".join(_plain_of(title).split()) if title is not None else ""
+        text = _title_text(title) if title is not None else ""
         anchor = node["ids"][0] if node["ids"] else ""
         heading = "#" * min(depth, 6) + " " + (self.inline(title) if title is not None else "")
         if anchor and anchor != anchor_slug(text):
@@ -911,6 +923,10 @@ def _read_bounded(text: str, docname: str) -> RstDraft:
     return _READER.read(text, docname, RST_PAGE_SECONDS)
 
 
+def _brings_text(directive: str) -> bool:
+    return directive == "include" or directive.startswith("auto")
+
+
 def _read(text: str, docname: str) -> RstDraft:
     document = _doctree(_PRIVATE.sub("", text))
     renderer = _Renderer(docname)
@@ -931,6 +947,8 @@ def _read(text: str, docname: str) -> RstDraft:
         first_text=renderer.first_text,
         links=tuple(renderer.links),
         stub=renderer.prose < STUB_PROSE_CHARS and (renderer.structure > 0 or renderer.prose == 0),
+        # Text from another file (`include`, autodoc) brings its own anchors.
+        generated=any(_brings_text(str(n.get("skipped", ""))) for n in document.findall(nodes.comment)),
     )
     return RstDraft(docname, page, tuple(renderer.xrefs), _labels(document, docname), renderer.h1)
 
@@ -992,18 +1010,35 @@ def _resolve(draft: RstDraft, project: SphinxProject) -> tuple[list[str], list[L
         if use.kind == "ref":
             label = project.labels.get(use.target)
             if label is None:
-                links.append(Link(use.target, "ref", use.line))
-                filled.append(_escape(use.title or use.target))
+                intersphinx = _INTERSPHINX.match(use.target) is not None
+                links.append(Link(use.target, "external" if intersphinx else "ref", use.line))
+                filled.append(_escape(use.title or _shown_target(use.kind, use.target)))
                 continue
             href = _href(draft.docname, label.docname, label.anchor)
             text = use.title or label.title or use.target
         else:
             docname = _docname_join(draft.docname, use.target.removesuffix(".rst"))
+            if docname not in project.titles and _INTERSPHINX.match(use.target):
+                links.append(Link(use.target, "external", use.line))
+                filled.append(_escape(use.title or _shown_target(use.kind, use.target)))
+                continue
             href = _href(draft.docname, docname)
             text = use.title or project.titles.get(docname) or use.target
         links.append(Link(href, "markdown", use.line))
         filled.append(f"[{_escape(text)}]({href})")
     return filled, links
+
+
+_INTERSPHINX = re.compile(r"^[\w.-]+:(?!:)\S")
+"""`python:library/pdb`, `kombu:connection-urls`: a target in another project's documentation,
+reached through `intersphinx_mapping` (read only when no page of the corpus has that name)."""
+
+
+def _shown_target(kind: str, target: str) -> str:
+    """What stands for a cross-reference without a title whose target is not in the corpus:
+    the name without its project (`python:library/pdb` → `pdb`; the real title is elsewhere)."""
+    name = target.split(":", 1)[1] if _INTERSPHINX.match(target) else target
+    return posixpath.basename(name.removesuffix(".rst")) if kind == "doc" else name
 
 
 def read_project(pages: Iterable[tuple[PurePosixPath, str]]) -> SphinxProject:

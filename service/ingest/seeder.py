@@ -24,8 +24,14 @@ import asyncpg
 
 from service.domain.types import Base, Chunk, Document
 from service.flags import Flags
-from service.ingest.links import check_links
-from service.ingest.markdown import CorpusRules, SeedError, SeedFileError, parse_corpus
+from service.ingest.links import LinkCheck, check_links
+from service.ingest.markdown import (
+    CorpusRules,
+    SeedError,
+    SeedFileError,
+    ignored_files,
+    parse_corpus,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +56,15 @@ class SeedReport(Base, frozen=True):
     chunks: SeedCounts
     broken_links: tuple[str, ...] = ()
     """`file:line: broken link ...` for each internal link that reaches nothing (flag `warn`)."""
+    unverifiable_anchors: tuple[str, ...] = ()
+    """Each anchor missing from a page its build partly writes (an include, a directive, a
+    shortcode), once, with how many links point at it: not broken, not verifiable here."""
+    external_links: int = 0
+    """Links that leave the corpus on purpose (intersphinx targets, `?q=` site search)."""
+    excluded_links: int = 0
+    """Links into files `seeding.ignore` leaves out."""
+    unwritten_pages: int = 0
+    """Wikilinks of a Logseq graph to pages nobody wrote (Logseq makes a page of every `[[name]]`)."""
     prepare_seconds: float = 0.0
     """Parsing, link check and chunking (before the transaction)."""
     parse_ms_per_page: float = 0.0
@@ -95,26 +110,34 @@ class SeedOptions:
 
 def prepare(seeds_dir: Path, chunker: Chunker, options: SeedOptions) -> tuple[list[Document], list[Chunk], list[str]]:
     """Parse, link-check and chunk everything; raises SeedError before any write."""
-    documents, chunks, broken, _ = _prepare(seeds_dir, chunker, options)
-    return documents, chunks, broken
+    documents, chunks, links, _ = _prepare(seeds_dir, chunker, options)
+    return documents, chunks, [str(b) for b in links.broken]
 
 
 def _prepare(
     seeds_dir: Path, chunker: Chunker, options: SeedOptions
-) -> tuple[list[Document], list[Chunk], list[str], float]:
-    """`prepare`, and the parse time per page in milliseconds."""
+) -> tuple[list[Document], list[Chunk], LinkCheck, float]:
+    """`prepare`, with every link judged, and the parse time per page in milliseconds."""
     started = time.perf_counter()
     corpus = parse_corpus(seeds_dir, options.rules)
     parse_ms = (time.perf_counter() - started) * 1000 / max(len(corpus), 1)
-    broken = check_links(corpus, seeds_dir)
+    links = check_links(corpus, seeds_dir, ignored_files(seeds_dir, options.rules))
+    broken = links.broken
     if broken and options.broken_links == "fail":
         raise SeedError([SeedFileError(b.path, f"line {b.line}: broken link {b.target!r}: {b.reason}")
                          for b in broken])
     if broken:
         log.warning("seed: %d broken internal link(s), e.g. %s", len(broken), "; ".join(map(str, broken[:5])))
+    if links.unverifiable:
+        log.info("seed: %d anchor(s) not verifiable (the build writes part of their page), e.g. %s",
+                 len(links.unverifiable), "; ".join(map(str, links.unverifiable[:5])))
+    if links.external or links.excluded or links.unwritten:
+        log.info("seed: not broken: %d link(s) leaving the corpus (intersphinx, site search), %d into files"
+                 " seeding.ignore leaves out, %d to pages Logseq makes for a [[name]]", links.external,
+                 links.excluded, links.unwritten)
     documents = [entry.doc for entry in corpus]
     chunks = [chunk for doc in documents for chunk in chunker(doc)]
-    return documents, chunks, [str(b) for b in broken], parse_ms
+    return documents, chunks, links, parse_ms
 
 
 async def seed(
@@ -122,20 +145,23 @@ async def seed(
 ) -> SeedReport:
     """Bring the database in line with `seeds_dir`; see the module docstring."""
     started = time.perf_counter()
-    documents, chunks, broken, parse_ms = _prepare(seeds_dir, chunker, options or SeedOptions())
+    documents, chunks, links, parse_ms = _prepare(seeds_dir, chunker, options or SeedOptions())
     prepared = time.perf_counter()
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("select pg_advisory_xact_lock($1)", SEED_LOCK_KEY)
         doc_counts, orphaned = await _sync_documents(conn, documents)
         chunk_counts = await _sync_chunks(conn, chunks, already_deleted=orphaned)
     report = SeedReport(
-        documents=doc_counts, chunks=chunk_counts, broken_links=tuple(broken),
+        documents=doc_counts, chunks=chunk_counts, broken_links=tuple(str(b) for b in links.broken),
+        unverifiable_anchors=tuple(str(a) for a in links.unverifiable), external_links=links.external,
+        excluded_links=links.excluded, unwritten_pages=links.unwritten,
         prepare_seconds=round(prepared - started, 3), parse_ms_per_page=round(parse_ms, 2),
         seconds=round(time.perf_counter() - started, 3),
     )
     log.info("seed finished in %.2f s (parse+chunk %.2f s, parse %.2f ms/page): documents %s, chunks %s,"
-             " %d broken link(s)", report.seconds, report.prepare_seconds, report.parse_ms_per_page,
-             report.documents, report.chunks, len(broken))
+             " %d broken link(s), %d unverifiable anchor(s), %d external, %d excluded", report.seconds,
+             report.prepare_seconds, report.parse_ms_per_page, report.documents, report.chunks,
+             len(links.broken), len(links.unverifiable), links.external, links.excluded)
     return report
 
 

@@ -85,6 +85,7 @@ async def test_ready_names_the_fitted_decision_model_only_under_calibrated(servi
         ready = (await service_client.get("/ready")).json()
     assert ready["decision_policy"] == "calibrated", ready
     assert ready["calibration"].startswith("seed-"), ready
+    assert ready["calibration_fit"] == "this corpus's own fit" and ready["calibration_note"] is None, ready
     assert ready["calibration_error"] is None
     async with decision_policy(service_client, "seed_rules"):
         ready = (await service_client.get("/ready")).json()

@@ -53,15 +53,25 @@ def expected_pages(name: str) -> set[str]:
     return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
 
 
-def documented_broken_links(name: str) -> set[tuple[str, str]]:
-    """The (file:line, target) rows of the docs page's table for `name`, each with a reason."""
-    rows = set()
+def documented_rows(name: str, width: int) -> list[list[str]]:
+    """The rows of `width` cells of the docs page's tables for `name`, each with a reason."""
+    rows = []
     for line in DOCS_PAGE.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 4 and cells[0] == name:
-            assert cells[3], f"no reason given for {line}"
-            rows.add((cells[1].strip("`"), cells[2].strip("`")))
+        if len(cells) == width and cells[0] == name:
+            assert cells[-1], f"no reason given for {line}"
+            rows.append([c.strip("`") for c in cells])
     return rows
+
+
+def documented_broken_links(name: str) -> set[tuple[str, str]]:
+    """The (file:line, target) rows of the broken-link tables for `name`."""
+    return {(row[1], row[2]) for row in documented_rows(name, 4)}
+
+
+def documented_unverifiable(name: str) -> set[tuple[str, int, str]]:
+    """The (page#anchor, links, first link at) rows of the unverifiable-anchor table for `name`."""
+    return {(row[1], int(row[2]), row[3]) for row in documented_rows(name, 5)}
 
 
 # --- the three corpora ------------------------------------------------------------
@@ -73,8 +83,23 @@ def test_the_seed_keeps_exactly_the_expected_pages_and_only_documented_broken_li
     assert (root / "LICENSE").is_file()
     pages = corpus(name)  # raises SeedError on any rejected file: 0 rejected
     assert set(pages) == expected_pages(name)
-    broken = {(f"{b.path.relative_to(root).as_posix()}:{b.line}", b.target) for b in check_links(list(pages.values()), root)}
+    check = check_links(list(pages.values()), root)
+    broken = {(f"{b.path.relative_to(root).as_posix()}:{b.line}", b.target) for b in check.broken}
     assert broken == documented_broken_links(name)
+    unverifiable = {(f"{a.slug}#{a.anchor}", a.links, f"{a.path.relative_to(root).as_posix()}:{a.line}")
+                    for a in check.unverifiable}
+    assert unverifiable == documented_unverifiable(name)
+    assert (check.external, check.excluded, check.unwritten) == (0, 0, 0)
+
+
+def test_logseqs_only_broken_links_are_the_documented_block_references() -> None:
+    """A `[[name]]` without a page is a page Logseq makes; the block references the tree lacks
+    are the real broken links, each in the docs with its reason."""
+    root = CORPORA / "logseq-docs"
+    check = check_links(parse_corpus(root), root)
+    broken = {(f"{b.path.relative_to(root).as_posix()}:{b.line}", b.target) for b in check.broken}
+    assert broken == documented_broken_links("logseq-docs") and len(broken) == 9
+    assert check.unwritten == 1144 and check.unverifiable == ()
 
 
 @pytest.mark.parametrize("name", sorted(DIALECT_OF))
@@ -253,6 +278,24 @@ def test_detection_from_config_files(tmp_path: Path) -> None:
     assert detect_dialect(content) == Dialect.starlight
     (tmp_path / "site" / "src" / "content" / "docusaurus.config.js").write_text("module.exports = {}\n")
     assert detect_dialect(content) == Dialect.docusaurus
+
+
+def test_the_log_names_the_reader_of_every_page(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 42: an all-reStructuredText folder was logged as "read as markdown"."""
+    def said(root: Path) -> str:
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="service.ingest.markdown"):
+            parse_corpus(root)
+        return next(r.getMessage() for r in caplog.records if " read as " in r.getMessage())
+
+    requests = CORPORA / "requests-docs"
+    assert said(requests) == f"seed: {requests} read as reStructuredText (15 pages)"
+    mkdocs = CORPORA / "mkdocs-docs"
+    assert said(mkdocs) == f"seed: {mkdocs} read as mkdocs (19 pages; seeding.dialect auto)"
+    (tmp_path / "usage.rst").write_text("Usage\n=====\n\nRun it.\n")
+    (tmp_path / "install.rst").write_text("Install\n=======\n\nGet it.\n")
+    (tmp_path / "notes.md").write_text("# Notes\n\n!!! note\n    Careful.\n")
+    assert said(tmp_path) == f"seed: {tmp_path} read as reStructuredText (2 pages) and mkdocs (1 page; seeding.dialect auto)"
 
 
 def test_discovery_index_pages_and_logged_skips(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -1,0 +1,182 @@
+"""Titles, anchors and links as the site renders them (issue 42, item 2), on real pages where the
+project has them (tests/fixtures/real-pages, tests/corpora) and on pages written like the issue's
+examples where it has none (Material for MkDocs' own documentation is not vendored)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+from service.ingest.chunker import chunk_document
+from service.ingest.dialects import Dialect
+from service.ingest.links import LinkCheck, check_links
+from service.ingest.markdown import CorpusRules, ignored_files, parse_corpus
+from service.ingest.parse import parse_page
+from service.ingest.rst import parse_rst_page
+from service.ingest.seeder import SeedOptions, prepare
+
+TESTS = Path(__file__).resolve().parents[1]
+REAL = TESTS / "fixtures" / "real-pages"
+MKDOCS = TESTS / "corpora" / "mkdocs-docs"
+
+
+def write(root: Path, pages: dict[str, str]) -> Path:
+    for relative, text in pages.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+    return root
+
+
+def links_of(root: Path, rules: CorpusRules | None = None) -> LinkCheck:
+    rules = rules or CorpusRules()
+    return check_links(parse_corpus(root, rules), root, ignored_files(root, rules))
+
+
+# --- reStructuredText titles keep their inline literals ------------------------------
+
+
+def test_a_sphinx_title_with_inline_code_keeps_the_code() -> None:
+    page = parse_rst_page((REAL / "sphinx-docs/extdev/testing.rst").read_text(encoding="utf-8"),
+                          docname="extdev/testing")
+    titles = [s.path[-1] for s in page.sections]
+    assert "pytest configuration" in titles  # ``pytest`` configuration; it was " configuration"
+    assert page.headings[1] == "pytest configuration"
+    configuration = next(s for s in page.sections if s.path[-1] == "pytest configuration")
+    assert configuration.anchor == "pytest-configuration"  # Sphinx's id, unchanged
+    assert "## `pytest` configuration" in page.body  # the stored heading shows it as code
+
+
+def test_the_issues_titles_read_whole_and_name_their_chunks(tmp_path: Path) -> None:
+    write(tmp_path, {"guide.rst": "Using ``async`` and ``await``\n=============================\n\nText about it.\n\n"
+                                  "JavaScript, ``fetch``, and JSON\n-------------------------------\n\nMore text.\n"})
+    entry = parse_corpus(tmp_path)[0]
+    assert entry.doc.title == "Using async and await"
+    assert [s.path for s in entry.page.sections] == [
+        ("Using async and await",), ("Using async and await", "JavaScript, fetch, and JSON")]
+    headers = {c.header_path for c in chunk_document(entry.doc)}
+    assert "Using async and await > JavaScript, fetch, and JSON" in headers
+
+
+def test_a_label_on_a_title_with_code_links_with_the_whole_title(tmp_path: Path) -> None:
+    write(tmp_path, {"a.rst": ".. _fetching:\n\nUsing ``fetch``\n===============\n\nText.\n",
+                     "b.rst": "Other\n=====\n\nSee :ref:`fetching`.\n"})
+    pages = {e.doc.slug: e for e in parse_corpus(tmp_path)}
+    assert "[Using fetch](a.rst#using-fetch)" in pages["b"].doc.content  # it was "[Using](…)"
+
+
+# --- MkDocs attribute lists win over the heading's text ------------------------------
+
+
+ISSUE_HEADING = "## Navigation path <small>Breadcrumbs</small> { id=navigation-path }"
+
+
+def test_an_id_attribute_wins_over_a_heading_with_inline_html() -> None:
+    page = parse_page(f"# Setting up navigation\n\nIntro.\n\n{ISSUE_HEADING}\n\nText.\n", Dialect.mkdocs)
+    assert [(s.path[-1], s.anchor) for s in page.sections][1] == ("Navigation path Breadcrumbs", "navigation-path")
+    assert "navigation-path-breadcrumbs" not in page.anchors
+    assert "## Navigation path Breadcrumbs {#navigation-path}" in page.body
+
+
+def test_the_anchor_is_the_one_python_markdown_renders() -> None:
+    markdown = pytest.importorskip("markdown")
+    headings = [ISSUE_HEADING, "## Foo {: #first id=\"second\" .wide }", "## Bar { id='quoted' }",
+                "## Data <dfn title=\"also known as: serialization\">conversion</dfn> { #data-conversion }"]
+    text = "".join(f"{heading}\n\nText.\n\n" for heading in headings)
+    html = markdown.markdown(text, extensions=["attr_list", "toc"])
+    theirs = re.findall(r'<h2[^>]*\bid="([^"]+)"', html)
+    page = parse_page(text, Dialect.mkdocs)
+    assert [s.anchor for s in page.sections] == theirs == ["navigation-path", "second", "quoted", "data-conversion"]
+
+
+# --- links that leave the corpus on purpose --------------------------------------------
+
+
+def test_intersphinx_references_are_external_not_broken_pages(tmp_path: Path) -> None:
+    page = (REAL / "pytest-docs/how-to/failures.rst").read_text(encoding="utf-8")
+    write(tmp_path, {"how-to/failures.rst": page})
+    check = links_of(tmp_path)
+    assert not any("python:" in b.target for b in check.broken), check.broken
+    assert check.external == 6  # :doc:`pdb <python:library/pdb>` six times, once in a title
+    entry = parse_corpus(tmp_path)[0]
+    # The title reads as Sphinx shows it, with Sphinx's id; the text keeps the link's words.
+    using = "Using pdb with pytest"
+    assert using in entry.page.headings
+    assert "using-python-library-pdb-with-pytest" in entry.page.anchors
+    assert "Python comes with a builtin Python debugger called pdb." in entry.doc.content
+    assert "python:library/pdb.rst" not in entry.doc.content
+
+
+def test_an_intersphinx_ref_and_a_local_name_with_a_colon(tmp_path: Path) -> None:
+    write(tmp_path, {"index.rst": "Home\n====\n\n.. _std:setup:\n\nSetup\n-----\n\nText.\n\n"
+                                  "See :ref:`pluggy documentation about hook wrappers <pluggy:hookwrappers>`,\n"
+                                  ":ref:`kombu:connection-urls`, :ref:`std:setup` and :ref:`nowhere`.\n"})
+    check = links_of(tmp_path)
+    assert check.external == 2
+    assert [b.target for b in check.broken] == [":ref:`nowhere`"]  # a local label still checked
+
+
+def test_site_search_links_are_external(tmp_path: Path) -> None:
+    write(tmp_path, {"index.md": "# Home\n\nSearch [all social options](?q=social) or [the blog](blog/?q=tag:x).\n",
+                     "setup.md": "# Setup\n\nSee [the index](index.md?utm=1#home) and [search](../?q=search).\n"})
+    check = links_of(tmp_path)
+    assert check.broken == () and check.external == 3
+
+
+def test_links_into_ignored_files_are_excluded_not_broken() -> None:
+    """MkDocs' docs with the included-only contributing page left out by `seeding.ignore`."""
+    rules = CorpusRules(dialect="mkdocs", ignore=("about/contributing.md",))
+    check = links_of(MKDOCS, rules)
+    assert check.broken == ()
+    assert check.excluded == 14  # 11 to its sections, 3 to the page
+    assert not any(a.slug == "about/contributing" for a in check.unverifiable)
+
+
+def test_a_link_into_an_excluded_changelog(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write(tmp_path, {"index.md": "# Home\n\nSee [the changelog](changelog/index.md#9-5-0) and [[Changelog]].\n",
+                     "changelog/index.md": "# Changelog\n\n## 9.5.0\n\nThings.\n"})
+    with caplog.at_level(logging.INFO, logger="service.ingest.seeder"):
+        _, _, broken = prepare(tmp_path, chunk_document, SeedOptions(CorpusRules(ignore=("changelog/*",))))
+    assert broken == []
+    assert any("2 into files seeding.ignore leaves out" in r.getMessage() for r in caplog.records)
+
+
+def test_a_link_written_as_the_pages_address(tmp_path: Path) -> None:
+    """MkDocs serves `a/page.md` at `a/page/`: `../other/` and `./#x` are read from there too."""
+    write(tmp_path, {"routing/overview.md": "# Overview\n\nSee [tls](../tls/#custom-domains) and [here](./#why).\n\n## Why\n\nx\n",
+                     "routing/tls.md": "# TLS\n\n## Custom domains\n\nText.\n"})
+    assert links_of(tmp_path, CorpusRules(dialect="mkdocs")).broken == ()
+
+
+# --- anchors the site's build makes ---------------------------------------------------
+
+
+def test_anchors_of_generated_pages_are_unverifiable_and_reported_once() -> None:
+    check = links_of(MKDOCS, CorpusRules(dialect="mkdocs"))
+    assert check.broken == ()
+    reported = {(a.slug, a.anchor): a.links for a in check.unverifiable}
+    assert reported == {
+        ("user-guide/cli", "mkdocs-get-deps"): 1,  # a mkdocs-click directive writes the page
+        ("about/contributing", "submitting-changes-to-the-builtin-themes"): 6,  # an include
+        ("about/contributing", "installing-for-development"): 4,
+        ("about/contributing", "submitting-pull-requests"): 1,
+    }
+
+
+def test_materials_option_anchors_are_unverifiable(tmp_path: Path) -> None:
+    """Material's docs write an option's heading with a shortcode its build hook expands."""
+    write(tmp_path, {
+        "plugins/social.md": "# Built-in social plugin\n\n## Metadata\n\n#### <!-- md:setting meta.social.cards_layout -->\n\n"
+                             "Use this property to change the layout.\n",
+        "setup/social-cards.md": "# Social cards\n\nSee [cards_layout](../plugins/social.md#meta.social.cards_layout) "
+                                 "and [it again](../plugins/social.md#meta.social.cards_layout).\n\n"
+                                 "A [typo](../plugins/social.md#metdata) and [another](#nowhere).\n",
+    })
+    check = links_of(tmp_path, CorpusRules(dialect="mkdocs"))
+    # Once per anchor however many links; a misspelt one cannot be told apart on such a page,
+    # while a page without generated text is still checked.
+    assert [(a.slug, a.anchor, a.links) for a in check.unverifiable] == [
+        ("plugins/social", "meta.social.cards_layout", 2), ("plugins/social", "metdata", 1)]
+    assert [b.target for b in check.broken] == ["#nowhere"]
