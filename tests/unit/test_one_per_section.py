@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import msgspec
+import pytest
 
 from service.domain.candidates import Candidates
 from service.domain.outcome import Tier
@@ -64,3 +65,40 @@ def test_other_sections_of_one_page_stay_apart_and_every_shown_result_is_explain
         ("patterns/fileuploads", "a-gentle-introduction"), ("patterns/fileuploads", "improving-uploads"),
         ("blueprints", "templates")]
     assert {e.snippet for e in results} == {"explained"}
+
+
+# -- every labelled set, in-process at phase 2 (no database, no model) ------------------------
+def _labelled_corpora() -> list[tuple[str, str]]:
+    from service.evaluation.labelled import load_labelled_set
+    from service.settings import PROJECT_ROOT
+
+    sets = []
+    for path in sorted((PROJECT_ROOT / "bench" / "queries").glob("*.yaml")):
+        corpus, _ = load_labelled_set(path)
+        sets.append((path.name, corpus))
+    return sets
+
+
+@pytest.mark.parametrize(("queries", "corpus"), _labelled_corpora())
+async def test_no_labelled_query_lists_a_section_twice_at_phase_2(queries: str, corpus: str) -> None:
+    from collections import Counter
+
+    from service.evaluation.labelled import load_labelled_set
+    from service.flags import Flags
+    from service.ingest.seeder import SeedOptions, default_chunker, prepare
+    from service.pipeline import RetrieveParams
+    from service.settings import PROJECT_ROOT
+    from service.wiring import make_pipeline
+
+    root = PROJECT_ROOT / ("seeds" if corpus == "seed" else f"tests/corpora/{corpus}")
+    flags = Flags()
+    documents, chunks, _ = prepare(root, default_chunker(flags.chunking.max_tokens), SeedOptions.from_flags(flags))
+    pipeline = make_pipeline(root, lambda: flags)
+    pipeline.load_corpus(documents, chunks, 1)
+    _, cases = load_labelled_set(PROJECT_ROOT / "bench" / "queries" / queries)
+    repeated = []
+    for case in cases:
+        outcome = await pipeline.run(RetrieveParams(query=case.query, phase_cap=2, top_k=10), flags, observe=False)
+        counts = Counter((r.doc_slug, r.anchor) for r in outcome.results)
+        repeated += [f"{case.id}: {slug}#{anchor} x{n}" for (slug, anchor), n in counts.items() if n > 1]
+    assert repeated == []
