@@ -166,6 +166,8 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     """Leave-one-corpus-out (service/evaluation/cross_corpus.py): one table, per corpus and pooled."""
     from service.evaluation.cross_corpus import (
         CorpusRuns,
+        identifier_cases,
+        identifiers_markdown,
         kinds_markdown,
         leave_one_out,
         markdown,
@@ -199,12 +201,16 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     kinds = per_kind(corpora, phase)
     print(f"\n## The ranking per kind of case, pooled test splits, phase {phase}\n")
     print(kinds_markdown(kinds))
+    identifiers = identifier_cases(corpora, phase)
+    print(f"\n## Identifier cases (note: identifier), dev and test, phase {phase}\n")
+    print(identifiers_markdown(identifiers))
     pooled = {split: split_totals(corpora, fits, split, phase) for split in ("dev", "test")}
     print("\ncalibrated, pooled: " + "; ".join(
         f"{split} right {t['right']}/{t['cases']}, wrong {t['wrong']}/{t['answers']} answers" for split, t in pooled.items()))
     if args.json is not None:
         write(args.json, table, {"phase": phase, "query_sets": [str(q) for q in query_sets],
                                  "max_wrong": args.max_wrong, "pooled": pooled, "per_kind": kinds,
+                                 "identifier_cases": identifiers,
                                  "fits": {name: msgspec.to_builtins(m) for name, m in fits.items()}})
         say(f"wrote {args.json}")
     return 0

@@ -189,6 +189,31 @@ def per_kind(corpora: Sequence[CorpusRuns], phase: int = 3) -> dict[str, dict[st
             for kind, t in sorted(counts.items())}
 
 
+def is_identifier_case(case: LabelledQuery) -> bool:
+    """A case whose query is or holds a name from the code (`note: identifier`, issue 42)."""
+    return "identifier" in {part.strip() for part in (case.note or "").split(";")}
+
+
+def identifier_cases(corpora: Sequence[CorpusRuns], phase: int = 3) -> dict[str, dict[str, int]]:
+    """Per corpus, its in-domain identifier cases (both splits) and how many have a right first
+    page at `phase` (issue 42's ≥ 95 % per corpus)."""
+    rows: dict[str, dict[str, int]] = {}
+    for corpus in corpora:
+        row = rows.setdefault(corpus.name, {"n": 0, "top1": 0})
+        for split in ("dev", "test"):
+            for case, run, _ in corpus.on_split(split, phase):
+                if case.pages and is_identifier_case(case):
+                    row["n"] += 1
+                    row["top1"] += int(top_is_right(case, run.ranked))
+    return {name: row for name, row in rows.items() if row["n"]}
+
+
+def identifiers_markdown(rows: dict[str, dict[str, int]]) -> str:
+    lines = ["| corpus | identifier cases | right first page |", "|---|--:|--:|"]
+    lines += [f"| {name} | {r['n']} | {r['top1']} ({100 * r['top1'] / r['n']:.1f} %) |" for name, r in rows.items()]
+    return "\n".join(lines)
+
+
 def kinds_markdown(kinds: dict[str, dict[str, float | int | None]]) -> str:
     lines = ["| kind | cases | top-1 | top-3 |", "|---|--:|--:|--:|"]
     lines += [f"| {kind} | {r['n']} | {_pct(r['top1'])} | {_pct(r['top3'])} |" for kind, r in kinds.items()]
