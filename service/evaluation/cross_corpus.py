@@ -66,11 +66,13 @@ class Tally:
     ood_no_match: int = 0
     in_domain: int = 0
     needless: int = 0
+    multi: int = 0
+    multi_both: int = 0
     legs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("n", "fused", "keyword", "semantic"), 0))
 
     def add(self, other: Tally) -> None:
         for name in ("cases", "ranked", "top1", "top3", "right", "answers", "wrong", "ood", "ood_no_match",
-                     "in_domain", "needless"):
+                     "in_domain", "needless", "multi", "multi_both"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for leg, n in other.legs.items():
             self.legs[leg] += n
@@ -85,6 +87,7 @@ class Tally:
             "wrong_of_answers": share(self.wrong, self.answers), "wrong_of_all": share(self.wrong, self.cases),
             "ood": self.ood, "ood_no_match": share(self.ood_no_match, self.ood),
             "needless_clarifications": share(self.needless, self.in_domain),
+            "multi_intent": self.multi, "multi_intent_both_pages": share(self.multi_both, self.multi),
             "legs_n": self.legs["n"], "fused_top3": self.legs["fused"], "keyword_top3": self.legs["keyword"],
             "semantic_top3": self.legs["semantic"],
         }
@@ -113,12 +116,28 @@ def tally(
     else:
         t.in_domain = 1
         t.needless = int(clear_answer(case) and status == "clarify" and top_is_right(case, run.ranked))
+    if case.kind == "multi_intent":
+        t.multi = 1
+        t.multi_both = int(both_needs_shown(case, status, shown, options))
     if run.phase == 3 and case.kind in LEG_KINDS:
         t.legs["n"] = 1
         t.legs["fused"] = int(in_top3(case, run.ranked))
         t.legs["keyword"] = int(in_top3(case, keyword_ranked))
         t.legs["semantic"] = int(in_top3(case, run.semantic_ranked))
     return t
+
+
+BOTH_NEEDS_DEPTH = 3
+"""How far down an answer's pages a second need's page still counts as given (issue 40)."""
+
+
+def both_needs_shown(case: LabelledQuery, status: str, shown: Sequence[str], options: Sequence[str]) -> bool:
+    """A message with two needs: both labelled pages among the answer's first pages, or among a
+    clarification's options (issue 40's "both pages among the results")."""
+    need = case.pages[:2]
+    if status == "answer":
+        return all(page in shown[:BOTH_NEEDS_DEPTH] for page in need)
+    return status == "clarify" and all(page in options for page in need)
 
 
 def clear_answer(case: LabelledQuery) -> bool:
@@ -226,8 +245,8 @@ def _pct(x: float | int | None) -> str:
 
 def markdown(table: dict[str, dict[str, dict[str, float | int | None]]]) -> str:
     head = ("| policy | corpus | cases | top-1 | top-3 | right outcome | wrong / answers | wrong / all | "
-            "OOD no match | needless clarify | top-3 fused / keyword / semantic (n) |\n"
-            "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+            "OOD no match | needless clarify | two needs: both pages (n) | top-3 fused / keyword / semantic (n) |\n"
+            "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     lines = [head]
     for policy, rows in table.items():
         for corpus, r in rows.items():
@@ -236,7 +255,7 @@ def markdown(table: dict[str, dict[str, dict[str, float | int | None]]]) -> str:
                 f"| {policy} | {corpus} | {r['cases']} | {_pct(r['top1'])} | {_pct(r['top3'])} | "
                 f"{_pct(r['right_outcome'])} | {_pct(r['wrong_of_answers'])} ({r['wrong_answers']}/{r['answers']}) | "
                 f"{_pct(r['wrong_of_all'])} | {_pct(r['ood_no_match'])} | {_pct(r['needless_clarifications'])} | "
-                f"{legs} |"
+                f"{_pct(r['multi_intent_both_pages'])} ({r['multi_intent']}) | {legs} |"
             )
     return "\n".join(lines)
 

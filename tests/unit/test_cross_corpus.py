@@ -83,3 +83,22 @@ def test_the_ranking_is_reported_per_kind_of_case() -> None:
     # Only cases with a right page count: the out-of-domain ones have none to rank.
     assert kinds == {"question": {"n": 2, "top1": 1.0, "top3": 1.0}}
     assert "| question | 2 | 100.0 % | 100.0 % |" in kinds_markdown(kinds)
+
+
+def test_a_message_with_two_needs_counts_when_both_pages_are_given() -> None:
+    """Issue 40's measure for two needs in one message: both pages among an answer's first three
+    pages, or among a clarification's options; one page, or a no match, does not count."""
+    from service.evaluation.cross_corpus import both_needs_shown, identifier_cases
+
+    case = LabelledQuery(id="m", query="a and b", kind="multi_intent", decision="answer", pages=("a", "b"))
+    assert both_needs_shown(case, "answer", ("a", "c", "b"), ())
+    assert not both_needs_shown(case, "answer", ("a", "c", "d", "b"), ())
+    assert both_needs_shown(case, "clarify", ("a",), ("b", "a"))
+    assert not both_needs_shown(case, "clarify", ("a", "b"), ("a", "c"))
+    assert not both_needs_shown(case, "no_match", (), ("a", "b"))
+    # and the identifier cases are counted per corpus by their note, first page right or not
+    named = LabelledQuery(id=held_out_id("ids"), query="raise_for_status", kind="keyword", decision="answer",
+                          pages=("api",), note="identifier; release question")
+    runs = [CaseRun(case_id=named.id, phase=3, policy="seed_rules", status="answer", reason="r", shown=("api",),
+                    ranked=("api",), options=(), features={})]
+    assert identifier_cases([CorpusRuns(name="c", cases=[named], runs=runs)]) == {"c": {"n": 1, "top1": 1}}
