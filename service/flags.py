@@ -233,6 +233,12 @@ class LexicalFlags(_Flags, frozen=True):
     title_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 2.0
     keyword_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
     content_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
+    identifier_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
+    """A name the query holds, shown by the unit (code, inline code), counts this many occurrences
+    (issue 42; service/scoring/bm25f.py)."""
+    definition_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 3.0
+    """Defining that name (heading, API entry, configuration row) counts this many occurrences of a
+    term of its own, whose idf is that of the units defining it."""
 
     def __post_init__(self) -> None:
         if self.title_weight + self.keyword_weight + self.content_weight <= 0:
@@ -575,6 +581,11 @@ FLAG_MEANINGS: dict[str, str] = {
     "lexical.title_weight": "a title/heading word counts as this many occurrences",
     "lexical.keyword_weight": "a keyword counts as this many occurrences",
     "lexical.content_weight": "a body word counts as this many occurrences (not all three 0)",
+    "lexical.identifier_weight": "a name in code the query holds (`after_this_request`, `ProxyFix`, `--print-width`: "
+    "whole and by its parts) counts as this many occurrences where the unit shows it; 0: names are no field "
+    "([Identifiers](operations/identifiers.md))",
+    "lexical.definition_weight": "where the unit defines that name (a heading, an API entry, a configuration "
+    "table's key): this many occurrences of a term of its own, with the idf of the units that define it",
     "chunking.max_tokens": "a chunk's size in model tokens",
     "embedding.batch_size": "chunks per embedding batch",
     "embedding.query_cache_size": "query embeddings kept (LRU; 0 = off)",

@@ -218,14 +218,14 @@ async def rank_all(
     progress = Progress(f"querying phases {phases}", len(dataset.queries))
     for done, (qid, text) in enumerate(dataset.queries.items(), start=1):
         query, notes = pipeline.normalise(text, flags)
-        tokens = query.tokens
+        tokens, names = query.tokens, query.identifiers
         if 1 in phases:
-            put("1", qid, doc_ranking(indexes.documents.search(tokens, limit=k, lexical=lexical), k))
+            put("1", qid, doc_ranking(indexes.documents.search(tokens, limit=k, lexical=lexical, identifiers=names), k))
             if variants:
                 put(f"1 lexical={other.scorer}", qid, doc_ranking(indexes.documents.search(tokens, limit=k, lexical=other), k))
         if 2 in phases:
             every = len(indexes.chunks.units)
-            put("2", qid, doc_ranking(indexes.chunks.search(tokens, limit=every, lexical=lexical), k))
+            put("2", qid, doc_ranking(indexes.chunks.search(tokens, limit=every, lexical=lexical, identifiers=names), k))
             if variants:
                 put(f"2 lexical={other.scorer}", qid, doc_ranking(indexes.chunks.search(tokens, limit=every, lexical=other), k))
         if 3 in phases:

@@ -129,9 +129,11 @@ class KindSession:
         query, notes = pipeline.normalise(text, flags)
         indexes = pipeline.require_indexes()
         if phase == 1:
-            evidence = indexes.documents.search(query.tokens, limit=DEPTH, lexical=flags.lexical)
+            evidence = indexes.documents.search(
+                query.tokens, limit=DEPTH, lexical=flags.lexical, identifiers=query.identifiers)
         elif phase == 2:
-            evidence = indexes.chunks.search(query.tokens, limit=len(indexes.chunks.units), lexical=flags.lexical)
+            evidence = indexes.chunks.search(
+                query.tokens, limit=len(indexes.chunks.units), lexical=flags.lexical, identifiers=query.identifiers)
         else:
             evidence = (await pipeline.hybrid().retrieve(query, flags, notes=notes)).fused
         return page_ranking(e.doc_slug for e in evidence)

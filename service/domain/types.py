@@ -82,6 +82,15 @@ class NormalizedQuery(Base, frozen=True):
     """Token groups of a multi-intent query ("workspace and widgets")."""
     is_multi_intent: bool = False
     query_type: QueryType = "mixed"
+    identifiers: tuple[str, ...] = ()
+    """Names in code the query holds, as written (`after_this_request`, `ProxyFix`, `--print-width`):
+    searched whole as well as by their parts, which are among `tokens` (issue 42)."""
+    unknown_identifiers: tuple[str, ...] = ()
+    """Of `identifiers`, the strong ones (service/domain/identifiers.py) the corpus never mentions,
+    whole or as one word."""
+    only_identifiers: bool = False
+    """The query says nothing but its identifiers (stopwords aside): "`--keep-forever`",
+    "what does editor.minimap do?"."""
 
 
 class Evidence(Base, frozen=True):

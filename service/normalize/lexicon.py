@@ -114,11 +114,21 @@ class Lexicon:
     """How often each vocabulary token occurs in the corpus (the tie-break between corrections)."""
     english: frozenset[str] = frozenset()
     """Real English words (`english_words()`): never corrected by edit distance alone."""
+    identifiers: Mapping[str, str] = field(default_factory=dict)
+    """The corpus's names in code by whole and compact key, each to the name as a page writes it
+    (`after_this_request`, `afterthisrequest` → `after_this_request`; `methodview` →
+    `MethodView` of `flask.views.MethodView`): does a page mention a query's identifier?"""
 
     @cached_property
     def typo_choices(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Known terms, then vocabulary, sorted once for the fuzzy matcher."""
         return tuple(sorted(self.known_terms)), tuple(sorted(self.vocabulary))
+
+    @cached_property
+    def identifier_words(self) -> tuple[str, ...]:
+        """The compact keys of the corpus's names (letters and digits only), sorted once for
+        the fuzzy matcher that respells a misspelt identifier (service/normalize/query.py)."""
+        return tuple(sorted(key for key in self.identifiers if key.isalnum()))
 
     @cached_property
     def words_by_initial(self) -> Mapping[str, tuple[str, ...]]:
@@ -157,6 +167,7 @@ def build_lexicon(
     extra_known: Iterable[str] = (),
     stopwords: frozenset[str] | None = None,
     english: frozenset[str] | None = None,
+    identifiers: Mapping[str, str] | None = None,
 ) -> Lexicon:
     """Build the lexicon of a corpus: known terms first, then the vocabulary."""
     title_list, keyword_list = list(titles), list(keywords)
@@ -186,4 +197,5 @@ def build_lexicon(
         vocabulary_keys=frozenset(match_key(t) for t in counts),
         counts=dict(counts),
         english=english_words() if english is None else english,
+        identifiers=identifiers or {},
     )

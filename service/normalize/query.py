@@ -8,6 +8,16 @@ import msgspec
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
+from service.domain.identifiers import (
+    NAME,
+    compact_key,
+    is_kebab,
+    is_strong,
+    names_in,
+    parts,
+    suffixes,
+    whole_key,
+)
 from service.domain.types import Correction, Intent, NormalizedQuery
 from service.flags import TypoFlags
 from service.normalize.lexicon import Lexicon
@@ -141,9 +151,69 @@ def _within_edits(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correcti
     return Correction(original=token, corrected=word, similarity=round(fuzz.ratio(token, word), 1))
 
 
+def query_identifiers(text: str) -> list[str]:
+    """The names in code a query holds, as written, each once: strong names anywhere and
+    kebab-case words (`lint-staged`), read before tokenising splits them (service/domain/identifiers.py)."""
+    return list(dict.fromkeys(n for n in names_in(text) if is_strong(n) or is_kebab(n)))
+
+
+def spelled_out(text: str, identifiers: list[str], lexicon: Lexicon) -> str:
+    """`text` with each identifier the corpus does not write as one word written as its parts
+    (`createPersistedState` → `create persisted state`), so that its words are query tokens
+    whatever its case. A name the pages write (`storeToRefs`, `TypeScript`: the word
+    `storetorefs`, `typescript` of their text) stays that one word, as the pages' own text
+    tokenises it; its parts are searched among the pages' names (`identifier_keys`)."""
+    if not identifiers:
+        return text
+    wanted = {name for name in identifiers if match_key(compact_key(name)) not in lexicon.vocabulary_keys}
+    return NAME.sub(lambda m: " ".join(parts(m.group(0))) if m.group(0) in wanted else m.group(0), text)
+
+
+def is_known_identifier(name: str, lexicon: Lexicon) -> bool:
+    """The corpus mentions `name`: whole or compact (`proxy_fix` is `ProxyFix`), by a dotted
+    path's last names when they are a name themselves (`requests.Session` for `Session`; not
+    `ctx.notes.delete` for the word `delete`), or as one word of its text (`proxyfix`)."""
+    known = lexicon.identifiers
+    forms = (name, *(form for form in suffixes(name) if is_strong(form) or form[:1].isupper()))
+    if any(whole_key(form) in known or compact_key(form) in known for form in forms):
+        return True
+    return match_key(compact_key(name)) in lexicon.vocabulary_keys
+
+
+IDENTIFIER_TYPO_MIN = 5
+"""Letters and digits a misspelt name needs before it is respelt (`$pach` is not `$patch`'s)."""
+
+
+def correct_identifier(name: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
+    """The corpus's name a query's unknown name misspells (`SESSION_COOKIE_SAMSITE`), or None.
+
+    A name is never respelt into another name: only a strong one the corpus does not mention is
+    looked at, and only when exactly one of the corpus's names lies within the edits a word of its
+    length may have (`typo.max_edits`: one up to 9 letters and digits, else two), with the
+    same first letter."""
+    typed = compact_key(name)
+    if settings.max_edits < 1 or len(typed) < IDENTIFIER_TYPO_MIN or not is_strong(name):
+        return None  # `built-in` may be a word: words have their own correction
+    if is_known_identifier(name, lexicon):
+        return None
+    budget = min(settings.max_edits, 1 if len(typed) <= 9 else 2)
+    found = process.extract(typed, lexicon.identifier_words, scorer=OSA.distance, score_cutoff=budget, limit=None)
+    found = [hit for hit in found if hit[0][:1] == typed[:1]]
+    if not found:
+        return None
+    nearest = min(hit[1] for hit in found)
+    meant = {lexicon.identifiers[hit[0]] for hit in found if hit[1] == nearest}
+    if len(meant) != 1:
+        return None  # two names as near: either may be meant
+    corrected = meant.pop()
+    return Correction(original=name, corrected=corrected, similarity=round(fuzz.ratio(typed, compact_key(corrected)), 1))
+
+
 def _normalise_tokens(
-    lowered: str, lexicon: Lexicon, typo: TypoFlags, notes: list[str]
+    lowered: str, lexicon: Lexicon, typo: TypoFlags, notes: list[str], protected: frozenset[str] = frozenset()
 ) -> tuple[list[str], list[Correction], list[str]]:
+    """`protected`: words of the query's identifiers, never respelt (a name is not a typo of
+    another: `storesDirs` is not `storeDirs`)."""
     rewritten, phrase_rules = apply_phrase_synonyms(lowered, lexicon.synonyms.phrases)
     kept = [t for t in words(rewritten) if t not in lexicon.stopwords]
     swapped, word_rules = apply_word_synonyms(kept, lexicon.synonyms.words)
@@ -155,8 +225,8 @@ def _normalise_tokens(
         if token in lexicon.stopwords:
             continue
         stemmed = stem_plural(token, lexicon.known_terms)
-        fix = correct_typo(stemmed, lexicon, typo)
-        if fix is None and stemmed != token:
+        fix = None if token in protected else correct_typo(stemmed, lexicon, typo)
+        if fix is None and stemmed != token and token not in protected:
             # The stemmer may have cut a misspelt word ("taks" -> "tak"): try it as typed.
             fix = correct_typo(token, lexicon, typo)
         if fix is not None:
@@ -174,40 +244,55 @@ def normalize_query(
 ) -> tuple[NormalizedQuery, list[str]]:
     """Normalise a query; also returns human-readable notes (synonyms used).
 
-    Stages in order: clean, lowercase and strip punctuation, phrase synonyms,
-    tokenise, stopwords, word synonyms, conservative stemming, typo correction.
+    Stages in order: identifiers (read whole, then written as their parts), clean, lowercase
+    and strip punctuation, phrase synonyms, tokenise, stopwords, word synonyms, conservative
+    stemming, typo correction (never of an identifier's words).
     """
     settings = typo or TypoFlags()
-    cleaned = clean(raw)
-    lowered = lowercase_words(cleaned)
+    received = cleaned = clean(raw)
+    names = query_identifiers(cleaned)
+    respelt = [fix for name in names if (fix := correct_identifier(name, lexicon, settings)) is not None]
+    if respelt:
+        fixed = {fix.original: fix.corrected for fix in respelt}
+        cleaned = NAME.sub(lambda m: fixed.get(m.group(0), m.group(0)), cleaned)
+        names = query_identifiers(cleaned)
+    spelled = spelled_out(cleaned, names, lexicon)
+    # A kebab-case name may be a misspelt word (`gh-delpoy`): only a strong name's words are kept.
+    protected = frozenset(w for name in names if is_strong(name) for w in (*parts(name), compact_key(name)))
+    lowered = lowercase_words(spelled)
     intent, subject = detect_intent(lowered)
     notes: list[str] = []
-    tokens, corrections, unknown = _normalise_tokens(lowered, lexicon, settings, notes)
+    tokens, corrections, unknown = _normalise_tokens(lowered, lexicon, settings, notes, protected)
     if corrections:
         # Spelling first, synonyms second: "keybaord shortcuts" meets its phrase rule once respelt.
         fixes = {fix.original: fix.corrected for fix in corrections}
         lowered = " ".join(fixes.get(word, word) for word in words(lowered))
         notes = []
-        tokens, _, unknown = _normalise_tokens(lowered, lexicon, settings, notes)
+        tokens, _, unknown = _normalise_tokens(lowered, lexicon, settings, notes, protected)
 
-    parts: list[tuple[str, ...]] = []
-    pieces = [lowercase_words(p) for p in _INTENT_SPLIT.split(cleaned.lower())]
+    intent_parts: list[tuple[str, ...]] = []
+    pieces = [lowercase_words(p) for p in _INTENT_SPLIT.split(spelled.lower())]
     if len(pieces) > 1:
         for piece in pieces:
-            piece_tokens, _, _ = _normalise_tokens(piece, lexicon, settings, [])
+            piece_tokens, _, _ = _normalise_tokens(piece, lexicon, settings, [], protected)
             if piece_tokens:
-                parts.append(tuple(piece_tokens))
-    is_multi = len(parts) >= 2
+                intent_parts.append(tuple(piece_tokens))
+    is_multi = len(intent_parts) >= 2
+    rest = NAME.sub(lambda m: " " if m.group(0) in names else m.group(0), cleaned)
+    said_besides = [w for w in words(lowercase_words(rest)) if w not in lexicon.stopwords]
     query = NormalizedQuery(
-        raw=cleaned,
+        raw=received,
         tokens=tuple(tokens),
         phrase=" ".join(tokens),
-        corrections=tuple(corrections),
+        corrections=(*respelt, *corrections),
         unknown_tokens=tuple(unknown),
         intent=intent,
         subject=subject,
-        parts=tuple(parts) if is_multi else (tuple(tokens),),
+        parts=tuple(intent_parts) if is_multi else (tuple(tokens),),
         is_multi_intent=is_multi,
         query_type=detect_query_type(cleaned),
+        identifiers=tuple(names),
+        unknown_identifiers=tuple(n for n in names if is_strong(n) and not is_known_identifier(n, lexicon)),
+        only_identifiers=bool(names) and not said_besides,
     )
     return query, notes

@@ -2,6 +2,11 @@
 
 BM25F sees term frequencies, document frequencies and a Snowball stem over
 title, keywords and content, which the presence-only seed formula does not.
+A query's identifiers (issue 42) add their whole and compact keys as terms;
+those and the identifiers' parts also count the names a unit shows (the
+identifier field, not length-normalised), and a unit that defines the name
+scores a term of its own (`_definitions`). A word the query does not write as
+a name is ranked as before.
 Only the ranking score comes from here; the seed guards still come from
 seed.py.
 """
@@ -12,11 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
+from service.domain.identifiers import compact_key, is_separated, parts, whole_key
 from service.flags import LexicalFlags
 from service.scoring import keyword_formulas as formula
 from service.scoring.lexical_units import ScoringUnit
-from service.scoring.postings import Positions, PostingArrays
+from service.scoring.postings import LexicalPosting, Positions, PostingArrays
 from service.scoring.stemming import lexical_key
 
 
@@ -26,6 +33,12 @@ class QueryTerm:
     key: str
     """The token's lexical key (stem)."""
     idf: float
+    named: bool = False
+    """The term comes from one of the query's identifiers (whole or a part): it is looked up
+    among the names a unit shows (the identifier field) as well as in its text."""
+    whole: bool = False
+    """The term is a query identifier's compact key: a unit that defines the name, in whichever
+    spelling, scores it twice (`_definitions`)."""
 
 
 @dataclass(frozen=True)
@@ -36,19 +49,51 @@ class Ranked:
     parts: tuple[tuple[str, float], ...]
 
 
-def query_terms(tokens: Sequence[str], postings: PostingArrays) -> list[QueryTerm]:
-    """Each distinct query stem the corpus has, with its idf."""
+def query_terms(tokens: Sequence[str], postings: PostingArrays, names: Sequence[str] = ()) -> list[QueryTerm]:
+    """Each distinct query stem the corpus has, with its idf; then each of the query's
+    identifiers (`names`) by its key (`identifier_query_key`)."""
+    keyed = [(token, lexical_key(token)) for token in tokens]
+    whole = [(name if is_separated(key) else compact_key(name), key)
+             for name in names for key in identifier_query_keys(name, postings)]
+    keyed += whole
+    own = {lexical_key(compact) for name in names if (compact := compact_key(name))}
+    named = own | {key for _, key in whole} | {lexical_key(part) for name in names for part in parts(name)}
     terms: list[QueryTerm] = []
     seen: set[str] = set()
-    for token in tokens:
-        key = lexical_key(token)
+    for token, key in keyed:
         if key in seen:
             continue
         seen.add(key)
         df = postings.document_frequency(key)
         if df:
-            terms.append(QueryTerm(token, key, formula.bm25_idf(df, postings.n_units)))
+            terms.append(QueryTerm(token, key, formula.bm25_idf(df, postings.n_units), key in named, key in own))
     return terms
+
+
+def identifier_query_keys(name: str, postings: PostingArrays) -> list[str]:
+    """The keys a query's identifier is searched by, besides its parts (which are query tokens):
+    its whole form where the corpus has it (`after_this_request`: only the identifier field holds
+    it) and its compact form as a word (`print_width` finds `printWidth`, `ProxyFix` the
+    `proxyfix` of a page's code). A unit that writes the name as the query does holds both."""
+    whole = whole_key(name)
+    keys = [whole] if is_separated(whole) and postings.document_frequency(whole) else []
+    if compact := compact_key(name):
+        keys.append(lexical_key(compact))
+    return keys
+
+
+def _definitions(
+    term: QueryTerm, posting: LexicalPosting, params: LexicalFlags, n_units: int,
+) -> tuple[npt.NDArray[np.intp], formula.Floats] | None:
+    """Defining the query's name is a term of its own (`definition_weight` occurrences per
+    definition, saturated), with the idf of the units that define it: rarer than those that
+    show it, so the page that defines or explains a name outranks the pages that use it."""
+    tf = posting.definition_tf
+    if tf is None or not term.whole or not params.identifier_weight:
+        return None
+    at = np.flatnonzero(tf)
+    idf = formula.bm25_idf(len(at), n_units)
+    return at, formula.bm25_saturate(idf, params.definition_weight * tf[at].astype(np.float64), params.k1)
 
 
 def rank_bm25f(
@@ -69,24 +114,34 @@ def rank_bm25f(
         held = postings.match_keys.get(key)
         if held is not None:
             candidate[held] = True
-    norms = [
+    title_norm, keyword_norm, content_norm = (
         formula.bm25f_length_norm(length, average, params.b)
         for length, average in zip(postings.lengths, postings.average_lengths, strict=True)
-    ]
-    weights = (params.title_weight, params.keyword_weight, params.content_weight)
+    )
+    unnormed = np.ones(n, dtype=np.float64)  # the identifier field: a name counts whatever else a unit shows
     contributions: list[tuple[str, Positions, formula.Floats]] = []
     for term in terms:
         posting = postings.lexical[term.key]
         positions = posting.positions
+        fields = [
+            (posting.title_tf, title_norm, params.title_weight),
+            (posting.keyword_tf, keyword_norm, params.keyword_weight),
+            (posting.content_tf, content_norm, params.content_weight),
+        ]
+        if posting.identifier_tf is not None and term.named:  # a word the query writes as a name
+            fields.append((posting.identifier_tf, unnormed, params.identifier_weight))
         pseudo = formula.bm25f_pseudo_tf(
-            (posting.title_tf, posting.keyword_tf, posting.content_tf),
-            [norm[positions] for norm in norms],
-            weights,
+            [tf for tf, _, _ in fields], [norm[positions] for _, norm, _ in fields], [w for _, _, w in fields],
         )
         contribution = formula.bm25_saturate(term.idf, pseudo, params.k1)
         scores[positions] += contribution
         candidate[positions] = True
         contributions.append((term.token, positions, contribution))
+        defined = _definitions(term, posting, params, n)
+        if defined is not None:
+            at, extra = defined
+            scores[positions[at]] += extra
+            contributions.append((f"{term.token} defined", positions[at], extra))
     if category is not None:
         candidate &= postings.categories.get(category, np.zeros(n, dtype=bool))
     pool = np.flatnonzero(candidate)

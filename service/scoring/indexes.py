@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
+from service.domain.identifiers import compact_key, suffixes, whole_key
 from service.domain.types import Chunk, Document
+from service.ingest.identifiers import identifiers_of
 from service.normalize.lexicon import Lexicon, Synonyms, build_lexicon
 from service.scoring.keyword import KeywordIndex, build_chunk_index, build_document_index
 
@@ -104,6 +106,17 @@ class CorpusIndexes:
         return not self.documents_by_slug
 
 
+def identifier_index(names: Iterable[str]) -> dict[str, str]:
+    """Each name's whole and compact keys, and its dotted suffixes' (`Lexicon.identifiers`), to
+    the name as first written."""
+    index: dict[str, str] = {}
+    for name in names:
+        for form in (name, *suffixes(name)):
+            index.setdefault(whole_key(form), form)
+            index.setdefault(compact_key(form), form)
+    return index
+
+
 def build_indexes(
     documents: Sequence[Document],
     chunks: Sequence[Chunk],
@@ -111,13 +124,15 @@ def build_indexes(
     version: int = 0,
     extra_known_terms: Sequence[str] = (),
 ) -> CorpusIndexes:
-    """Known terms and vocabulary first, then the document and chunk indexes."""
+    """Known terms, vocabulary and names first, then the document and chunk indexes."""
+    names = [identifiers_of(d.content, (d.title,)) for d in documents]
     lexicon = build_lexicon(
         titles=[d.title for d in documents],
         keywords=[k for d in documents for k in d.keywords],
         texts=[d.content for d in documents],
         synonyms=synonyms,
         extra_known=extra_known_terms,
+        identifiers=identifier_index(i.name for shown in names for i in shown),
     )
     by_slug = {d.slug: d for d in documents}
 
@@ -128,7 +143,7 @@ def build_indexes(
     return CorpusIndexes(
         version=version,
         lexicon=lexicon,
-        documents=build_document_index(documents, lexicon),
+        documents=build_document_index(documents, lexicon, names),
         chunks=build_chunk_index(chunks, lexicon, doc_info),
         documents_by_slug=by_slug,
         chunks_by_id={(c.doc_slug, c.chunk_index): c for c in chunks},

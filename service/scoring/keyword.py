@@ -23,6 +23,7 @@ import msgspec
 
 from service.domain.types import Chunk, Document, Evidence, Source
 from service.flags import LexicalFlags
+from service.ingest.identifiers import Identifier
 from service.normalize.lexicon import Lexicon
 from service.scoring.bm25f import Ranked, explain_bm25f, query_terms, rank_bm25f
 from service.scoring.lexical_units import (
@@ -85,6 +86,8 @@ class _Query:
     category: str | None
     limit: int
     params: LexicalFlags
+    names: Sequence[str] = ()
+    """The query's identifiers (`NormalizedQuery.identifiers`): BM25F searches them whole too."""
     phrase: str = field(init=False)
     """The whole query as one key sequence, compared with every ranked unit's title and keywords."""
 
@@ -118,12 +121,14 @@ class KeywordIndex:
         limit: int = 50,
         notes: Sequence[str] = (),
         lexical: LexicalFlags | None = None,
+        identifiers: Sequence[str] = (),
     ) -> list[Evidence]:
         """Score every unit sharing a token; best first (ties broken by slug, index).
 
-        `lexical` is the `lexical:` flags group (its schema defaults when omitted).
+        `lexical` is the `lexical:` flags group (its schema defaults when omitted); `identifiers`
+        the query's (`NormalizedQuery.identifiers`), which BM25F also looks up whole.
         """
-        query, ranking = self._rank(tokens, category, limit, lexical)
+        query, ranking = self._rank(tokens, category, limit, lexical, identifiers)
         return [_evidence(self.units[position], position, query, ranking, self.source, notes) for position in ranking.order]
 
     def search_unexplained(
@@ -134,19 +139,21 @@ class KeywordIndex:
         limit: int = 50,
         notes: Sequence[str] = (),
         lexical: LexicalFlags | None = None,
+        identifiers: Sequence[str] = (),
     ) -> KeywordHits:
         """`search`'s ranking with the numbers and guards only (no snippet, no explanation):
         for a caller that shows few of its candidates (phase 3 fuses them first)."""
-        query, ranking = self._rank(tokens, category, limit, lexical)
+        query, ranking = self._rank(tokens, category, limit, lexical, identifiers)
         return KeywordHits(
             [_numbers(self.units[position], position, query, ranking, self.source) for position in ranking.order],
             self, query, ranking, notes,
         )
 
     def _rank(
-        self, tokens: Sequence[str], category: str | None, limit: int, lexical: LexicalFlags | None
+        self, tokens: Sequence[str], category: str | None, limit: int, lexical: LexicalFlags | None,
+        identifiers: Sequence[str] = (),
     ) -> tuple[_Query, _Ranking]:
-        query = _Query(tokens, match_keys(tokens), category, limit, lexical or LexicalFlags())
+        query = _Query(tokens, match_keys(tokens), category, limit, lexical or LexicalFlags(), identifiers)
         return query, _RANKERS[lexical_scorer(query.params.scorer)](self, query)
 
 
@@ -197,7 +204,7 @@ def _rank_seed(index: KeywordIndex, query: _Query) -> _Ranking:
 
 
 def _rank_bm25(index: KeywordIndex, query: _Query) -> _Ranking:
-    terms = query_terms(query.tokens, index.postings)
+    terms = query_terms(query.tokens, index.postings, query.names)
     ranked, lift = rank_bm25f(index.postings, index.units, query.keys, terms, query.params, query.category, query.limit)
     return _Ranking(list(ranked), ranked, lift)
 
@@ -256,8 +263,13 @@ def _numbers(
     )
 
 
-def build_document_index(documents: Iterable[Document], lexicon: Lexicon) -> KeywordIndex:
-    return KeywordIndex.build(prepare_document(d, lexicon) for d in documents)
+def build_document_index(
+    documents: Sequence[Document], lexicon: Lexicon, identifiers: Sequence[Sequence[Identifier]] | None = None,
+) -> KeywordIndex:
+    """`identifiers`: each document's (`identifiers_of`; read from the content when not given)."""
+    if identifiers is None:
+        return KeywordIndex.build(prepare_document(d, lexicon) for d in documents)
+    return KeywordIndex.build(prepare_document(d, lexicon, i) for d, i in zip(documents, identifiers, strict=True))
 
 
 def build_chunk_index(

@@ -2,6 +2,8 @@
 
 Both phases score "units": a whole document, or a chunk that inherits its
 document's title and keywords and whose own headings count as title words.
+A unit's identifiers (the names in its code, service/ingest/identifiers.py) are
+a field of their own, keyed whole and by parts (`identifier_keys`).
 A unit keeps what every search reads: match keys per field (the seed
 formula's guards); its plain text (snippets) is parsed on demand.  BM25F's term frequencies
 travel beside it in `FieldTerms` only until the posting arrays have recorded
@@ -10,12 +12,15 @@ them, so the index never holds a dictionary of counts per unit.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from service.domain.identifiers import compact_key, is_separated, parts, suffixes, whole_key
 from service.domain.types import Chunk, Document
+from service.ingest.identifiers import Identifier, identifiers_of
 from service.normalize.lexicon import Lexicon
 from service.scoring.snippets import plain_text
 from service.scoring.stemming import lexical_key, match_keys
@@ -68,6 +73,10 @@ class FieldTerms:
     title_length: int
     keyword_length: int
     content_length: int
+    identifier_tf: Mapping[str, int]
+    """Each identifier key: times the unit shows a name holding it (at most `MENTIONS_COUNTED` a name)."""
+    definition_tf: Mapping[str, int]
+    """Each identifier key: names holding it that the unit defines."""
 
 
 class PreparedUnit(NamedTuple):
@@ -75,7 +84,13 @@ class PreparedUnit(NamedTuple):
     terms: FieldTerms
 
 
-def prepare_document(doc: Document, lexicon: Lexicon) -> PreparedUnit:
+MENTIONS_COUNTED = 2
+"""A name shown more often than this counts no more (a page that repeats a name in every example
+is not more about it than one that shows it twice)."""
+
+
+def prepare_document(doc: Document, lexicon: Lexicon, identifiers: Sequence[Identifier] | None = None) -> PreparedUnit:
+    """`identifiers`: the page's (`identifiers_of` its content, read here when not given)."""
     return _prepare(
         lexicon,
         doc_slug=doc.slug,
@@ -89,6 +104,7 @@ def prepare_document(doc: Document, lexicon: Lexicon) -> PreparedUnit:
         header_path=None,
         chunk_index=None,
         chunk_hash=None,
+        identifiers=identifiers_of(doc.content, (doc.title,)) if identifiers is None else identifiers,
     )
 
 
@@ -109,6 +125,7 @@ def prepare_chunk(chunk: Chunk, lexicon: Lexicon, content_hash: str, summary: st
         header_path=chunk.header_path or None,
         chunk_index=chunk.chunk_index,
         chunk_hash=chunk.chunk_hash,
+        identifiers=identifiers_of(chunk.content, headings or (chunk.title,)),
     )
 
 
@@ -126,6 +143,7 @@ def _prepare(
     header_path: str | None,
     chunk_index: int | None,
     chunk_hash: str | None,
+    identifiers: Sequence[Identifier],
 ) -> PreparedUnit:
     title_sequences = [match_keys(lexicon.normalise(t)) for t in (title, *headings)]
     content_tokens = lexicon.normalise(content)
@@ -156,8 +174,39 @@ def _prepare(
         title_length=len(title_tokens),
         keyword_length=len(keyword_tokens),
         content_length=len(content_tokens),
+        **_identifier_terms(identifiers, lexicon),
     )
     return PreparedUnit(unit, terms)
+
+
+def identifier_keys(name: str, lexicon: Lexicon) -> set[str]:
+    """The keys a name is found by: its whole form and each dotted suffix's (`flask.views.methodview`,
+    `views.methodview`; a key with separators is no word's key), their compact forms and its
+    parts as lexical keys (`methodview`; `method`, `view`), as a query's words are keyed."""
+    keys: set[str] = set()
+    for form in (name, *suffixes(name)):
+        whole = whole_key(form)
+        if is_separated(whole):
+            keys.add(sys.intern(whole))
+        if compact := compact_key(form):
+            keys.add(lexical_key(compact))
+    keys.update(lexical_key(t) for t in lexicon.normalise(" ".join(parts(name))))
+    return keys
+
+
+def _identifier_terms(identifiers: Sequence[Identifier], lexicon: Lexicon) -> dict[str, Any]:
+    shown: Counter[str] = Counter()
+    defined: Counter[str] = Counter()
+    for identifier in identifiers:
+        keys = identifier_keys(identifier.name, lexicon)
+        times = min(identifier.count, MENTIONS_COUNTED)
+        for key in keys:
+            shown[key] += times
+            defined[key] += identifier.defined
+    return {
+        "identifier_tf": dict(shown),
+        "definition_tf": {k: v for k, v in defined.items() if v},
+    }
 
 
 def _term_counts(tokens: Iterable[str]) -> dict[str, int]:

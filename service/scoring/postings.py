@@ -1,7 +1,8 @@
 """The keyword index's postings as numpy arrays, built by streaming units in.
 
-Per lexical (stemmed) key: the holding units and their title, keyword and
-content term frequencies (BM25F).  Per match key: the holding units (the
+Per lexical (stemmed) key: the holding units and their title, keyword,
+content and identifier term frequencies (BM25F; an identifier's whole form is
+a key of its own, service/scoring/lexical_units.py `identifier_keys`).  Per match key: the holding units (the
 candidates the seed guards see).  Per unit: field lengths and category.
 Whole titles and title bigrams map to units for the exact-title-phrase rule.
 """
@@ -23,7 +24,8 @@ Positions = npt.NDArray[np.int32]
 Counts = npt.NDArray[np.float32]
 Lengths = npt.NDArray[np.float64]
 FieldTriple = tuple[float, float, float]
-"""Title, keywords, content: the order of every per-field tuple."""
+"""Title, keywords, content: the order of every per-field tuple (the identifier field has no
+length: a name is shown or defined whatever else a unit shows)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,10 @@ class LexicalPosting:
     title_tf: Counts
     keyword_tf: Counts
     content_tf: Counts
+    identifier_tf: Counts | None
+    definition_tf: Counts | None
+    """Of the identifier tf, the names the unit defines (they count `definition_weight` more).
+    Both None for a key no unit holds as (part of) a name: most words, whose arrays would be zeros."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,8 @@ class PostingBuilder:
 
     def __init__(self) -> None:
         self._match: dict[str, array[int]] = {}
-        self._lexical: dict[str, tuple[array[int], array[float], array[float], array[float]]] = {}
+        self._positions: dict[str, array[int]] = {}
+        self._tfs: dict[str, tuple[array[float], array[float], array[float], array[float], array[float]]] = {}
         self._lengths: tuple[array[float], array[float], array[float]] = (array("d"), array("d"), array("d"))
         self._totals = [0, 0, 0]
 
@@ -80,14 +87,15 @@ class PostingBuilder:
         """Record unit number `position` (units must be added in order)."""
         for key in {*unit.title_keys, *unit.keyword_keys, *unit.content_keys}:
             self._match.setdefault(key, array("i")).append(position)
-        for key in terms.title_tf.keys() | terms.keyword_tf.keys() | terms.content_tf.keys():
-            held = self._lexical.get(key)
-            if held is None:
-                held = self._lexical[key] = (array("i"), array("f"), array("f"), array("f"))
-            held[0].append(position)
-            held[1].append(terms.title_tf.get(key, 0))
-            held[2].append(terms.keyword_tf.get(key, 0))
-            held[3].append(terms.content_tf.get(key, 0))
+        fields = (terms.title_tf, terms.keyword_tf, terms.content_tf, terms.identifier_tf, terms.definition_tf)
+        for key in terms.title_tf.keys() | terms.keyword_tf.keys() | terms.content_tf.keys() | terms.identifier_tf.keys():
+            tfs = self._tfs.get(key)
+            if tfs is None:
+                self._positions[key] = array("i")
+                tfs = self._tfs[key] = (array("f"), array("f"), array("f"), array("f"), array("f"))
+            self._positions[key].append(position)
+            for counts, tf in zip(tfs, fields, strict=True):
+                counts.append(tf.get(key, 0))
         for i, length in enumerate((terms.title_length, terms.keyword_length, terms.content_length)):
             self._lengths[i].append(length)
             self._totals[i] += length
@@ -102,27 +110,35 @@ class PostingBuilder:
                 for first, second in itertools.pairwise(phrase.split()):
                     bigrams[f"{first} {second}"].add(position)
         n = max(len(units), 1)
-        title, keyword, content = self._lengths
+        title_lengths, keyword_lengths, content_lengths = self._lengths
+        # int32 positions and float32 counts: half the memory of numpy's defaults.
         return PostingArrays(
             n_units=len(units),
-            # int32 positions and float32 counts: half the memory of numpy's defaults.
             lexical={
-                key: LexicalPosting(
-                    positions=np.frombuffer(pos, dtype=np.int32).copy(),
-                    title_tf=np.frombuffer(title_tf, dtype=np.float32).copy(),
-                    keyword_tf=np.frombuffer(keyword_tf, dtype=np.float32).copy(),
-                    content_tf=np.frombuffer(content_tf, dtype=np.float32).copy(),
-                )
-                for key, (pos, title_tf, keyword_tf, content_tf) in self._lexical.items()
+                key: LexicalPosting(_positions(self._positions[key]), _counts(title), _counts(keyword),
+                                    _counts(content), _sparse(identifier), _sparse(definition))
+                for key, (title, keyword, content, identifier, definition) in self._tfs.items()
             },
-            match_keys={key: np.frombuffer(pos, dtype=np.int32).copy() for key, pos in self._match.items()},
-            lengths=(
-                np.frombuffer(title, dtype=np.float64).copy(),
-                np.frombuffer(keyword, dtype=np.float64).copy(),
-                np.frombuffer(content, dtype=np.float64).copy(),
-            ),
+            match_keys={key: _positions(pos) for key, pos in self._match.items()},
+            lengths=(_lengths(title_lengths), _lengths(keyword_lengths), _lengths(content_lengths)),
             average_lengths=(self._totals[0] / n, self._totals[1] / n, self._totals[2] / n),
             categories={c: labels == c for c in set(labels.tolist())},
             whole_titles=dict(whole),
             title_bigrams=dict(bigrams),
         )
+
+
+def _positions(held: array[int]) -> Positions:
+    return np.frombuffer(held, dtype=np.int32).copy()
+
+
+def _counts(tf: array[float]) -> Counts:
+    return np.frombuffer(tf, dtype=np.float32).copy()
+
+
+def _sparse(tf: array[float]) -> Counts | None:
+    return _counts(tf) if any(tf) else None
+
+
+def _lengths(lengths: array[float]) -> Lengths:
+    return np.frombuffer(lengths, dtype=np.float64).copy()

@@ -1,0 +1,277 @@
+"""Identifiers are first-class terms (issue 42 item 1): the names a page shows and defines
+(service/ingest/identifiers.py), the query's names (service/normalize/query.py), the keyword
+index's identifier field (service/scoring/lexical_units.py) and the unknown-name no match
+(service/decide/names.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.decide.names import unknown_names
+from service.domain.identifiers import compact_key, is_kebab, is_strong, parts, suffixes
+from service.domain.types import Document
+from service.flags import LexicalFlags, TypoFlags
+from service.ingest.chunker import chunk_document
+from service.ingest.identifiers import MAX_PER_UNIT, Identifier, identifiers_of
+from service.ingest.markdown import CorpusPage, parse_corpus
+from service.normalize.lexicon import Synonyms, build_lexicon
+from service.normalize.query import normalize_query, query_identifiers
+from service.scoring.indexes import build_indexes, identifier_index
+
+CORPORA = Path(__file__).resolve().parents[1] / "corpora"
+
+
+def _shown(identifiers: tuple[Identifier, ...]) -> dict[str, bool]:
+    """name → defined."""
+    return {i.name: i.defined for i in identifiers}
+
+
+@pytest.fixture(scope="module")
+def mkdocs() -> dict[str, CorpusPage]:
+    return {e.doc.slug: e for e in parse_corpus(CORPORA / "mkdocs-docs")}
+
+
+# --- the grammar ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [
+    "after_this_request", "pymdownx.snippets", "ProxyFix", "--print-width", "$patch", "@app.route",
+    "Trust::Reduced", ".prettierignore", "SESSION_COOKIE_SAMESITE", "storeToRefs", "HTTPException",
+    "Jinja2Templates", "request.url_for",
+])
+def test_names_prose_never_writes_are_strong(name: str) -> None:
+    assert is_strong(name)
+
+
+@pytest.mark.parametrize("word", ["e.g", "i.e", "URLs", "IDs", "10GB", "Session", "nav", "built-in", "x_y"])
+def test_words_and_abbreviations_are_not_strong(word: str) -> None:
+    assert not is_strong(word)
+
+
+def test_a_names_keys_and_parts() -> None:
+    assert parts("ProxyFix") == ["proxy", "fix"]
+    assert parts("HTTPException") == ["http", "exception"]
+    assert parts("after_this_request") == ["after", "this", "request"]
+    assert parts("--print-width") == ["print", "width"]
+    assert compact_key("ProxyFix") == compact_key("proxy_fix") == compact_key("--proxy-fix") == "proxyfix"
+    assert suffixes("flask.views.MethodView") == ["views.MethodView", "MethodView"]
+    assert is_kebab("lint-staged") and not is_kebab("lint")
+
+
+# --- what a page shows and defines ----------------------------------------------------------
+
+
+def test_mkdocs_configuration_defines_its_options_and_shows_the_extensions(mkdocs: dict[str, CorpusPage]) -> None:
+    doc = mkdocs["user-guide/configuration"].doc
+    shown = _shown(identifiers_of(doc.content, (doc.title,)))
+    # `### site_name`, `### nav`: MkDocs' option headings define the option.
+    assert shown["site_name"] and shown["use_directory_urls"] and shown["nav"]
+    # Shown in YAML and in a link's text, not defined here.
+    assert shown["pymdownx.snippets"] is False
+    assert "Configuration" not in shown  # the title is prose
+
+
+def test_a_chunk_defines_the_option_its_heading_names(mkdocs: dict[str, CorpusPage]) -> None:
+    doc = mkdocs["user-guide/configuration"].doc
+    chunk = next(c for c in chunk_document(doc) if c.header_path.endswith("> site_name"))
+    shown = _shown(identifiers_of(chunk.content, chunk.header_path.split(" > ")))
+    assert shown["site_name"] is True
+
+
+def test_vite_config_keys_are_defined_by_their_headings() -> None:
+    pages = {e.doc.slug: e.doc for e in parse_corpus(CORPORA / "vite-docs")}
+    doc = pages["config/build-options"]
+    shown = _shown(identifiers_of(doc.content, (doc.title,)))
+    assert shown["build.target"] and shown["build.outDir"] and shown["build.rollupOptions"]
+    assert shown["build.rolldownOptions.input"] is False  # mentioned in another option's text
+
+
+def test_sphinx_api_entries_define_their_objects_and_roles_mention_theirs() -> None:
+    pages = {e.doc.slug: e.doc for e in parse_corpus(CORPORA / "requests-docs")}
+    api = _shown(identifiers_of(pages["api"].content))
+    # `.. autoclass:: Session`, `.. autoclass:: requests.adapters.HTTPAdapter`: API entries.
+    assert api["Session"] and api["requests.adapters.HTTPAdapter"] and api["get"]
+    quickstart = _shown(identifiers_of(pages["user/quickstart"].content))
+    # ``r.raise_for_status()`` and :meth:`Response.raise_for_status()`: shown, as inline code.
+    assert "r.raise_for_status" in quickstart and "raise_for_status" in quickstart
+    assert "Session" not in quickstart or quickstart["Session"] is False
+
+
+def test_literals_urls_and_prose_compounds_are_not_names() -> None:
+    text = "\n".join([
+        "A built-in, well-known option: set `strict` to `true` (see https://example.com/some_path).",
+        "| Key | Default |", "|---|---|", "| `cache_dir` | `null` |",
+        "```yaml", "theme_name: mkdocs   # the-theme", "```",
+        "e.g. use `print()` and the [docs](../other_page.md#an_anchor).",
+    ])
+    shown = _shown(identifiers_of(text))
+    assert shown == {"cache_dir": True, "theme_name": False, "the-theme": False, "strict": False, "print": False}
+
+
+def test_a_page_of_thousands_of_names_keeps_a_bounded_number_definitions_first() -> None:
+    text = "\n".join(f"`name_{i}` and `other_{i}_x`" for i in range(2000)) + "\n\n## `the_one`\n"
+    found = identifiers_of(text)
+    assert len(found) == MAX_PER_UNIT
+    assert found[0] == Identifier("the_one", defined=True, count=1)
+
+
+# --- the query's names ------------------------------------------------------------------------
+
+NAMES = ["ProxyFix", "after_this_request", "pymdownx.snippets", "SESSION_COOKIE_SAMESITE", "mapState",
+         "mapStores", "storeToRefs", "--print-width"]
+LEXICON = build_lexicon(
+    titles=["Proxy Fix", "Deferred callbacks", "Extensions", "Stores", "TypeScript"],
+    keywords=[], synonyms=Synonyms(),
+    texts=["Use ProxyFix behind a proxy; snippets; after_this_request; samesite cookies; state stores; "
+           "mapState mapStores storeToRefs; prettier --print-width; TypeScript"],
+    identifiers=identifier_index(NAMES),
+)
+
+
+@pytest.mark.parametrize(("raw", "identifiers", "tokens"), [
+    ("after_this_request", ("after_this_request",), ("request",)),
+    ("how do I enable pymdownx.snippets?", ("pymdownx.snippets",), ("enable", "pymdownx", "snippet")),
+    ("--print-width", ("--print-width",), ("print", "width")),
+    # A name the pages write as one word stays that word, as their text tokenises it ...
+    ("ProxyFix", ("ProxyFix",), ("proxyfix",)),
+    ("TypeScript setup", ("TypeScript",), ("typescript", "setup")),
+    # ... one they do not is searched by its parts.
+    ("createPersistedState", ("createPersistedState",), ("create", "persisted", "state")),
+    ("built-in themes", ("built-in",), ("built", "theme")),
+    ("proxy fix", (), ("proxy", "fix")),
+])
+def test_a_query_reads_its_names_whole_and_searches_their_parts(
+    raw: str, identifiers: tuple[str, ...], tokens: tuple[str, ...],
+) -> None:
+    query, _ = normalize_query(raw, LEXICON)
+    assert query.identifiers == identifiers
+    assert query.tokens == tokens
+
+
+def test_query_identifiers_keep_the_order_and_drop_words() -> None:
+    assert query_identifiers("what does `request.url_for()` do with $reset and e.g. URLs?") == [
+        "request.url_for", "$reset"]
+
+
+def test_a_misspelt_name_is_respelt_only_into_the_one_name_it_is_near() -> None:
+    query, _ = normalize_query("SESSION_COOKIE_SAMSITE", LEXICON)
+    assert [(c.original, c.corrected) for c in query.corrections] == [
+        ("SESSION_COOKIE_SAMSITE", "SESSION_COOKIE_SAMESITE")]
+    assert query.identifiers == ("SESSION_COOKIE_SAMESITE",) and query.unknown_identifiers == ()
+    # A name the corpus has is never respelt into another one, and a word of a name is not
+    # respelt alone (`snipets` is, as a word of its own).
+    known, _ = normalize_query("mapStores", LEXICON)
+    assert known.corrections == () and known.identifiers == ("mapStores",)
+    alone, _ = normalize_query("snipets", LEXICON)
+    assert [c.corrected for c in alone.corrections] == ["snippet"]
+    inside, _ = normalize_query("my_snipets_dir", LEXICON)
+    assert inside.corrections == () and "snipet" in inside.tokens
+
+
+def test_two_names_as_near_are_not_guessed_between() -> None:
+    lexicon = build_lexicon(titles=[], keywords=[], texts=["x"], synonyms=Synonyms(),
+                            identifiers=identifier_index(["mapState", "mapStake"]))
+    query, _ = normalize_query("mapStale", lexicon, TypoFlags())
+    assert query.corrections == () and query.unknown_identifiers == ("mapStale",)
+
+
+@pytest.mark.parametrize(("raw", "unknown", "only"), [
+    ("createPersistedState", ("createPersistedState",), True),
+    ("what does editor.minimap do?", ("editor.minimap",), True),
+    ("--keep-forever", ("--keep-forever",), True),
+    ("APIRouter with proxy support", ("APIRouter",), False),
+    ("ProxyFix", (), True),
+    ("proxyfix", (), False),  # a word, not a name
+])
+def test_names_the_corpus_never_mentions(raw: str, unknown: tuple[str, ...], only: bool) -> None:
+    query, _ = normalize_query(raw, LEXICON)
+    assert (query.unknown_identifiers, query.only_identifiers) == (unknown, only)
+    assert (unknown_names(query) is not None) == (only and bool(unknown))
+
+
+def test_the_no_match_names_the_unknown_name() -> None:
+    query, _ = normalize_query("$hydrateAll", LEXICON)
+    decision = unknown_names(query)
+    assert decision is not None and decision.reason == "unknown_identifier"
+    assert "`$hydrateAll`" in decision.message
+
+
+# --- the identifier field -------------------------------------------------------------------
+
+
+def _doc(slug: str, title: str, content: str) -> Document:
+    return Document(slug=slug, category="guide", title=title, content=content, keywords=(), content_hash=slug)
+
+
+DOCS = [
+    _doc("deploying/proxy-fix", "Tell Flask it is Behind a Proxy",
+         "Apply the middleware:\n\n```python\nfrom werkzeug.middleware.proxy_fix import ProxyFix\n"
+         "app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1)\n```\n"),
+    _doc("api", "API", "## Deferred callbacks\n\n`after_this_request(f)`\n\nRuns `f` after this request.\n\n"
+         "## ProxyFix\n\n`ProxyFix(app, x_for=1)`\n\nAdjusts the WSGI environ behind a proxy.\n"),
+    _doc("patterns/callbacks", "Deferred Request Callbacks",
+         "Register a function to run after this request with `after_this_request`:\n\n"
+         "```python\n@after_this_request\ndef remember(response):\n    return response\n```\n"),
+    _doc("proxies", "Proxies", "A proxy in front of the app may fix the scheme. Proxy settings fix headers."),
+]
+
+
+@pytest.fixture(scope="module")
+def indexes():  # type: ignore[no-untyped-def]
+    return build_indexes(DOCS, [], Synonyms())
+
+
+def _first(indexes, raw: str, lexical: LexicalFlags | None = None) -> list[str]:  # type: ignore[no-untyped-def]
+    query, _ = normalize_query(raw, indexes.lexicon)
+    hits = indexes.documents.search(query.tokens, identifiers=query.identifiers, lexical=lexical)
+    return [h.doc_slug for h in hits]
+
+
+@pytest.mark.parametrize("raw", ["ProxyFix", "proxyfix", "proxy_fix", "ProxyFix middleware"])
+def test_every_spelling_of_a_name_finds_the_pages_that_show_it(indexes, raw: str) -> None:  # type: ignore[no-untyped-def]
+    ranked = _first(indexes, raw)
+    assert set(ranked[:2]) == {"api", "deploying/proxy-fix"}, ranked
+    assert ranked.index("proxies") > 1 if "proxies" in ranked else True
+
+
+def test_the_page_that_defines_a_name_outranks_the_one_that_shows_it(indexes) -> None:  # type: ignore[no-untyped-def]
+    assert _first(indexes, "after_this_request")[:2] == ["api", "patterns/callbacks"]
+    # Without the field, "after this request" is the word "request" (two stopwords): the pages
+    # tie on it and the definition is not preferred.
+    off = _first(indexes, "after_this_request", LexicalFlags(identifier_weight=0))
+    assert off[0] != "api" or len(off) > 2
+
+
+def test_a_name_is_a_key_of_its_own_with_its_own_weight(indexes) -> None:  # type: ignore[no-untyped-def]
+    query, _ = normalize_query("after_this_request", indexes.lexicon)
+    hits = indexes.documents.search(query.tokens, identifiers=query.identifiers)
+    top = indexes.documents.search(query.tokens, identifiers=query.identifiers, limit=1)
+    explained = " ".join(top[0].match_explain)
+    assert "'after_this_request'" in explained
+    heavier = indexes.documents.search(query.tokens, identifiers=query.identifiers,
+                                       lexical=LexicalFlags(identifier_weight=4.0))
+    assert heavier[0].score > hits[0].score
+
+
+def test_a_name_shown_once_in_code_outranks_its_words_in_prose() -> None:
+    docs = [
+        _doc("testclient", "Test Client", "Test the content of 500 responses with\n"
+             "`client = TestClient(app, raise_server_exceptions=False)`.\n"),
+        _doc("errors", "Errors", "The server may raise exceptions; server exceptions raise errors. "
+             "Handled exceptions and server errors."),
+    ]
+    indexes = build_indexes(docs, [], Synonyms())
+    assert _first(indexes, "raise_server_exceptions")[0] == "testclient"
+    # The words alone prefer the page that says them most.
+    assert _first(indexes, "raise server exceptions")[0] == "errors"
+
+
+def test_a_dotted_name_is_known_by_its_last_names_only_when_they_are_a_name() -> None:
+    lexicon = build_lexicon(titles=[], keywords=[], texts=["Delete a note; the Session object"], synonyms=Synonyms(),
+                            identifiers=identifier_index(["Session", "Delete", "ctx.notes.list"]))
+    known, _ = normalize_query("requests.Session", lexicon)
+    assert known.unknown_identifiers == ()
+    unknown, _ = normalize_query("ctx.notes.delete", lexicon)
+    assert unknown.unknown_identifiers == ("ctx.notes.delete",) and unknown_names(unknown) is not None
