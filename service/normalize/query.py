@@ -15,6 +15,7 @@ from service.domain.identifiers import (
     is_strong,
     names_in,
     parts,
+    skeleton,
     suffixes,
     whole_key,
 )
@@ -190,7 +191,7 @@ def correct_identifier(name: str, lexicon: Lexicon, settings: TypoFlags) -> Corr
     A name is never respelt into another name: only a strong one the corpus does not mention is
     looked at, and only when exactly one of the corpus's names lies within the edits a word of its
     length may have (`typo.max_edits`: one up to 9 letters and digits, else two), with the
-    same first letter."""
+    same first letter, the same separators and as many parts."""
     typed = compact_key(name)
     if settings.max_edits < 1 or len(typed) < IDENTIFIER_TYPO_MIN or not is_strong(name):
         return None  # `built-in` may be a word: words have their own correction
@@ -203,6 +204,8 @@ def correct_identifier(name: str, lexicon: Lexicon, settings: TypoFlags) -> Corr
         return None
     nearest = min(hit[1] for hit in found)
     meant = {lexicon.identifiers[hit[0]] for hit in found if hit[1] == nearest}
+    # The same name misspelt keeps its build: `APIRouter` is not a misspelt `@api.route`.
+    meant = {m for m in meant if skeleton(m) == skeleton(name) and len(parts(m)) == len(parts(name))}
     if len(meant) != 1:
         return None  # two names as near: either may be meant
     corrected = meant.pop()

@@ -39,7 +39,7 @@ def mkdocs() -> dict[str, CorpusPage]:
 @pytest.mark.parametrize("name", [
     "after_this_request", "pymdownx.snippets", "ProxyFix", "--print-width", "$patch", "@app.route",
     "Trust::Reduced", ".prettierignore", "SESSION_COOKIE_SAMESITE", "storeToRefs", "HTTPException",
-    "Jinja2Templates", "request.url_for",
+    "Jinja2Templates", "request.url_for", ":workspace-trust",
 ])
 def test_names_prose_never_writes_are_strong(name: str) -> None:
     assert is_strong(name)
@@ -168,6 +168,13 @@ def test_a_misspelt_name_is_respelt_only_into_the_one_name_it_is_near() -> None:
     assert [c.corrected for c in alone.corrections] == ["snippet"]
     inside, _ = normalize_query("my_snipets_dir", LEXICON)
     assert inside.corrections == () and "snipet" in inside.tokens
+
+
+def test_a_name_of_another_build_is_not_a_misspelling() -> None:
+    lexicon = build_lexicon(titles=[], keywords=[], texts=["x"], synonyms=Synonyms(),
+                            identifiers=identifier_index(["@api.route"]))
+    query, _ = normalize_query("APIRouter", lexicon)  # one edit from `apiroute`, but another name
+    assert query.corrections == () and query.unknown_identifiers == ("APIRouter",)
 
 
 def test_two_names_as_near_are_not_guessed_between() -> None:
