@@ -2,11 +2,11 @@
 
 BM25F sees term frequencies, document frequencies and a Snowball stem over
 title, keywords and content, which the presence-only seed formula does not.
-A query's identifiers (issue 42) add their whole and compact keys as terms;
-those and the identifiers' parts also count the names a unit shows (the
-identifier field, not length-normalised), and a unit that defines the name
-scores a term of its own (`_definitions`). A word the query does not write as
-a name is ranked as before.
+A query's identifiers (issue 42) add their whole and compact keys as terms,
+which also count the names a unit shows (the identifier field, not
+length-normalised), and a unit that defines the name scores a term of its own
+(`_definitions`). The query's words, a name's parts among them, are ranked
+as before.
 Only the ranking score comes from here; the seed guards still come from
 seed.py.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.domain.identifiers import compact_key, is_separated, parts, whole_key
+from service.domain.identifiers import compact_key, is_separated, whole_key
 from service.flags import LexicalFlags
 from service.scoring import keyword_formulas as formula
 from service.scoring.lexical_units import ScoringUnit
@@ -34,11 +34,11 @@ class QueryTerm:
     """The token's lexical key (stem)."""
     idf: float
     named: bool = False
-    """The term comes from one of the query's identifiers (whole or a part): it is looked up
-    among the names a unit shows (the identifier field) as well as in its text."""
+    """The term is one of the query's identifiers (whole or compact): it is looked up among the
+    names a unit shows (the identifier field) as well as in its text."""
     whole: bool = False
-    """The term is a query identifier's own key (its whole form where the corpus has it, else its
-    compact form): a unit that defines the name scores a term of its own (`_definitions`)."""
+    """The term is the key a query identifier's definitions are found by: a unit that defines
+    the name scores a term of its own (`_definitions`)."""
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,10 @@ def query_terms(tokens: Sequence[str], postings: PostingArrays, names: Sequence[
     searched = {name: identifier_query_keys(name, postings) for name in names}
     whole = [(name if is_separated(key) else compact_key(name), key) for name, keys in searched.items() for key in keys]
     keyed += whole
-    own = {keys[0] for keys in searched.values() if keys}  # the name as the query writes it, else compact
-    named = own | {key for _, key in whole} | {lexical_key(part) for name in names for part in parts(name)}
+    # Its definitions: of the name as the query writes it where some unit defines that spelling, else
+    # of its compact form (`proxy_fix` finds the API entry of `ProxyFix`).
+    own = {key for keys in searched.values() if (key := next(filter(postings.defines, keys), None))}
+    named = {key for _, key in whole}
     terms: list[QueryTerm] = []
     seen: set[str] = set()
     for token, key in keyed:

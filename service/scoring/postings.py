@@ -2,7 +2,7 @@
 
 Per lexical (stemmed) key: the holding units and their title, keyword and
 content term frequencies (BM25F).  Per identifier key (service/scoring/lexical_units.py
-`identifier_keys`: a name's whole form, its compact form and parts): the units
+`identifier_keys`: a name's whole and compact forms): the units
 showing a name that holds it, how often, and how many such names they define;
 apart from the words', so that a word's document frequency is the text's alone.
 Per match key: the holding units (the candidates the seed guards see).  Per unit:
@@ -71,6 +71,11 @@ class PostingArrays:
         if shown is None:
             return 0 if text is None else len(text)
         return len(shown.positions) if text is None else len(np.union1d(text, shown.positions))
+
+    def defines(self, identifier_key: str) -> bool:
+        """Some unit defines a name that holds the key."""
+        shown = self.names.get(identifier_key)
+        return shown is not None and shown.defined_tf is not None
 
     def exact_title_units(self, keys: Sequence[str], units: Sequence[ScoringUnit]) -> list[int]:
         """Units whose title or heading is the query phrase (see is_exact_title_phrase)."""
