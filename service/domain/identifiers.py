@@ -5,8 +5,9 @@ identifiers a query holds (service/normalize/query.py) are read by these functio
 `ProxyFix`, `proxy_fix` and `--proxy-fix` meet in the same keys.
 
 - a **name**: word segments joined by `.`, `::`, `_` or `-`, optionally after a sigil (`--`,
-  `$`, `@`, a leading `.` of a dotfile): `after_this_request`, `pymdownx.snippets`, `ProxyFix`,
-  `--print-width`, `$patch`, `Trust::Reduced`, `.prettierignore`;
+  `$`, `@`, a leading `.` of a dotfile, a leading `:` of an editor command): `after_this_request`,
+  `pymdownx.snippets`, `ProxyFix`, `--print-width`, `$patch`, `Trust::Reduced`, `.prettierignore`,
+  `:workspace-trust`;
 - **strong** names are never ordinary prose: a sigil, `_` or `::` inside, a dotted path whose
   segments are not single letters (`e.g` is not one), or a case change inside a word
   (camelCase, PascalCase: `storeToRefs`, `HTTPException`). A kebab-case word (`lint-staged`)
@@ -22,7 +23,7 @@ import re
 
 NAME = re.compile(
     r"(?<![\w$@.:\\/)\]-])"  # not the middle of a longer token, a path, a URL or a call chain
-    r"(?:--|\$|@|\.(?=[A-Za-z]))?"  # sigils: --flag, $name, @decorator, .dotfile
+    r"(?:--|\$|@|[.:](?=[A-Za-z]))?"  # sigils: --flag, $name, @decorator, .dotfile, :command
     r"[A-Za-z_][\w$]*"
     r"(?:(?:\.|::|-)[A-Za-z_$][\w$]*)*"
     r"(?![\w$]|[.:-][A-Za-z_$])",
@@ -35,9 +36,15 @@ _CASE_CHANGE = re.compile(r"[a-z][0-9]*[A-Z]|[A-Z]{2}[a-z]{2}")
 """camelCase, `Jinja2Templates`, `HTTPException`; not `URLs`, `10GB`."""
 _INNER_UNDERSCORE = re.compile(r"[A-Za-z0-9]_+[A-Za-z0-9]")
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)+")
-_SIGIL = re.compile(r"^(?:--|\$|@|\.)")
+_SIGIL = re.compile(r"^(?:--|\$|@|\.|:)")
 MIN_LENGTH = 3
 """Letters and digits a name needs (`x`, `id` are not searched as names)."""
+
+
+def skeleton(name: str) -> str:
+    """What a name is made of besides its letters and digits (`session_cookie_samesite` → `__`,
+    `--print-width` → `---`, `storeToRefs` → ``): two spellings of one name share it."""
+    return re.sub(r"[A-Za-z0-9]+", "", name)
 
 
 def bare(name: str) -> str:

@@ -10,8 +10,8 @@ inline code, object directives as a line of code), with the grammar of service/d
   strong name (prose writes `built-in`, never `after_this_request`) but a product's
   (`TypeScript`, `GitHub`); an inline code span that is one name (`Session`, `nav`,
   `GOMAXPROCS`) names it whatever its shape.
-- **definitions** (the page explains the name, not only shows it): a heading naming it (its
-  strong names, its code, or a heading that is one lower-case name: MkDocs' `### site_name`),
+- **definitions** (the page explains the name, not only shows it): a heading naming it (a
+  heading that is one name: MkDocs' `### site_name`; or the code in a heading),
   a line that is one code span (an API entry: Sphinx's signatures, `.. autoclass::`), a
   mkdocstrings `::: module.Name` line, a list or definition term (`- `--cache`: …`,
   `- **name**: …`), a table cell that is one name (a configuration table's key, an option's
@@ -183,8 +183,10 @@ def _named_in_prose(name: str) -> bool:
 
 
 def _heading(text: str, found: _Collector, code: bool) -> None:
-    """A heading names what its section defines: its strong names, its code (`code`: the
-    heading's backticks are still there), or itself when it is one lower-case name."""
+    """A heading names what its section defines: itself when it is one name (MkDocs'
+    `### site_name`; a capitalised word only in code), or the names in its code (`code`: the
+    heading's backticks are still there). A name in a heading's prose ("Global config.edn")
+    is shown there, not defined: the section is about something that uses it."""
     text = _ATTR_LIST.sub("", text).strip()
     whole = _single_name(text.strip("`[]").strip()) or _single_name(text.replace("`", "").strip("[]"))
     if whole is not None and (is_strong(whole) or is_kebab(whole) or whole[:1].islower() or "`" in text):
@@ -198,7 +200,7 @@ def _heading(text: str, found: _Collector, code: bool) -> None:
     rest = text
     for start, end in reversed(spans):
         rest = rest[:start] + " " + rest[end:]
-    _prose(rest, found, defined=True)
+    _prose(rest, found)
 
 
 def _cells(row: str) -> list[str]:

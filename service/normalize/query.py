@@ -15,6 +15,7 @@ from service.domain.identifiers import (
     is_strong,
     names_in,
     parts,
+    skeleton,
     suffixes,
     whole_key,
 )
@@ -184,13 +185,31 @@ IDENTIFIER_TYPO_MIN = 5
 """Letters and digits a misspelt name needs before it is respelt (`$pach` is not `$patch`'s)."""
 
 
+JOINED_MAX_WORDS = 4
+
+
+def joined_identifiers(text: str, lexicon: Lexicon) -> list[str]:
+    """The corpus's names a query spells as separate words ("proxy fix" → `ProxyFix`,
+    "use directory urls" → `use_directory_urls`): runs of two to four words whose letters, joined,
+    are the compact form of one of the corpus's strong names."""
+    said = words(lowercase_words(text))
+    found: list[str] = []
+    for start in range(len(said)):
+        for end in range(min(len(said), start + JOINED_MAX_WORDS), start + 1, -1):
+            name = lexicon.identifiers.get("".join(said[start:end]))
+            if name is not None and is_strong(name):
+                found.append(name)
+                break
+    return list(dict.fromkeys(found))
+
+
 def correct_identifier(name: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
     """The corpus's name a query's unknown name misspells (`SESSION_COOKIE_SAMSITE`), or None.
 
     A name is never respelt into another name: only a strong one the corpus does not mention is
     looked at, and only when exactly one of the corpus's names lies within the edits a word of its
     length may have (`typo.max_edits`: one up to 9 letters and digits, else two), with the
-    same first letter."""
+    same first letter, the same separators and as many parts."""
     typed = compact_key(name)
     if settings.max_edits < 1 or len(typed) < IDENTIFIER_TYPO_MIN or not is_strong(name):
         return None  # `built-in` may be a word: words have their own correction
@@ -203,6 +222,8 @@ def correct_identifier(name: str, lexicon: Lexicon, settings: TypoFlags) -> Corr
         return None
     nearest = min(hit[1] for hit in found)
     meant = {lexicon.identifiers[hit[0]] for hit in found if hit[1] == nearest}
+    # The same name misspelt keeps its build: `APIRouter` is not a misspelt `@api.route`.
+    meant = {m for m in meant if skeleton(m) == skeleton(name) and len(parts(m)) == len(parts(name))}
     if len(meant) != 1:
         return None  # two names as near: either may be meant
     corrected = meant.pop()
@@ -244,7 +265,8 @@ def normalize_query(
 ) -> tuple[NormalizedQuery, list[str]]:
     """Normalise a query; also returns human-readable notes (synonyms used).
 
-    Stages in order: identifiers (read whole, then written as their parts), clean, lowercase
+    Stages in order: identifiers (read whole, then written as their parts; words that spell one
+    of the corpus's names joined are that name too), clean, lowercase
     and strip punctuation, phrase synonyms, tokenise, stopwords, word synonyms, conservative
     stemming, typo correction (never of an identifier's words).
     """
@@ -257,6 +279,8 @@ def normalize_query(
         cleaned = NAME.sub(lambda m: fixed.get(m.group(0), m.group(0)), cleaned)
         names = query_identifiers(cleaned)
     spelled = spelled_out(cleaned, names, lexicon)
+    written = NAME.sub(lambda m: " " if m.group(0) in names else m.group(0), cleaned)
+    joined = [name for name in joined_identifiers(written, lexicon) if name not in names]
     # A kebab-case name may be a misspelt word (`gh-delpoy`): only a strong name's words are kept.
     protected = frozenset(w for name in names if is_strong(name) for w in (*parts(name), compact_key(name)))
     lowered = lowercase_words(spelled)
@@ -278,8 +302,7 @@ def normalize_query(
             if piece_tokens:
                 intent_parts.append(tuple(piece_tokens))
     is_multi = len(intent_parts) >= 2
-    rest = NAME.sub(lambda m: " " if m.group(0) in names else m.group(0), cleaned)
-    said_besides = [w for w in words(lowercase_words(rest)) if w not in lexicon.stopwords]
+    said_besides = [w for w in words(lowercase_words(written)) if w not in lexicon.stopwords]
     query = NormalizedQuery(
         raw=received,
         tokens=tuple(tokens),
@@ -291,7 +314,7 @@ def normalize_query(
         parts=tuple(intent_parts) if is_multi else (tuple(tokens),),
         is_multi_intent=is_multi,
         query_type=detect_query_type(cleaned),
-        identifiers=tuple(names),
+        identifiers=(*names, *joined),
         unknown_identifiers=tuple(n for n in names if is_strong(n) and not is_known_identifier(n, lexicon)),
         only_identifiers=bool(names) and not said_besides,
     )

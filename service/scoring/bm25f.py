@@ -2,11 +2,11 @@
 
 BM25F sees term frequencies, document frequencies and a Snowball stem over
 title, keywords and content, which the presence-only seed formula does not.
-A query's identifiers (issue 42) add their whole and compact keys as terms;
-those and the identifiers' parts also count the names a unit shows (the
-identifier field, not length-normalised), and a unit that defines the name
-scores a term of its own (`_definitions`). A word the query does not write as
-a name is ranked as before.
+A query's identifiers (issue 42) add their whole and compact keys as terms,
+which also count the names a unit shows (the identifier field, not
+length-normalised), and a unit that defines the name scores a term of its own
+(`_definitions`). The query's words, a name's parts among them, are ranked
+as before.
 Only the ranking score comes from here; the seed guards still come from
 seed.py.
 """
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.domain.identifiers import compact_key, is_separated, parts, whole_key
+from service.domain.identifiers import compact_key, is_separated, whole_key
 from service.flags import LexicalFlags
 from service.scoring import keyword_formulas as formula
 from service.scoring.lexical_units import ScoringUnit
-from service.scoring.postings import LexicalPosting, Positions, PostingArrays
+from service.scoring.postings import Positions, PostingArrays
 from service.scoring.stemming import lexical_key
 
 
@@ -34,11 +34,11 @@ class QueryTerm:
     """The token's lexical key (stem)."""
     idf: float
     named: bool = False
-    """The term comes from one of the query's identifiers (whole or a part): it is looked up
-    among the names a unit shows (the identifier field) as well as in its text."""
+    """The term is one of the query's identifiers (whole or compact): it is looked up among the
+    names a unit shows (the identifier field) as well as in its text."""
     whole: bool = False
-    """The term is a query identifier's compact key: a unit that defines the name, in whichever
-    spelling, scores it twice (`_definitions`)."""
+    """The term is the key a query identifier's definitions are found by: a unit that defines
+    the name scores a term of its own (`_definitions`)."""
 
 
 @dataclass(frozen=True)
@@ -53,18 +53,20 @@ def query_terms(tokens: Sequence[str], postings: PostingArrays, names: Sequence[
     """Each distinct query stem the corpus has, with its idf; then each of the query's
     identifiers (`names`) by its key (`identifier_query_key`)."""
     keyed = [(token, lexical_key(token)) for token in tokens]
-    whole = [(name if is_separated(key) else compact_key(name), key)
-             for name in names for key in identifier_query_keys(name, postings)]
+    searched = {name: identifier_query_keys(name, postings) for name in names}
+    whole = [(name if is_separated(key) else compact_key(name), key) for name, keys in searched.items() for key in keys]
     keyed += whole
-    own = {lexical_key(compact) for name in names if (compact := compact_key(name))}
-    named = own | {key for _, key in whole} | {lexical_key(part) for name in names for part in parts(name)}
+    # Its definitions: of the name as the query writes it where some unit defines that spelling, else
+    # of its compact form (`proxy_fix` finds the API entry of `ProxyFix`).
+    own = {key for keys in searched.values() if (key := next(filter(postings.defines, keys), None))}
+    named = {key for _, key in whole}
     terms: list[QueryTerm] = []
     seen: set[str] = set()
     for token, key in keyed:
         if key in seen:
             continue
         seen.add(key)
-        df = postings.document_frequency(key)
+        df = postings.document_frequency(key, named=key in named)
         if df:
             terms.append(QueryTerm(token, key, formula.bm25_idf(df, postings.n_units), key in named, key in own))
     return terms
@@ -76,24 +78,59 @@ def identifier_query_keys(name: str, postings: PostingArrays) -> list[str]:
     it) and its compact form as a word (`print_width` finds `printWidth`, `ProxyFix` the
     `proxyfix` of a page's code). A unit that writes the name as the query does holds both."""
     whole = whole_key(name)
-    keys = [whole] if is_separated(whole) and postings.document_frequency(whole) else []
+    keys = [whole] if is_separated(whole) and postings.document_frequency(whole, named=True) else []
     if compact := compact_key(name):
         keys.append(lexical_key(compact))
     return keys
 
 
+Field = tuple[npt.NDArray[np.float32], formula.Floats, float]
+"""A field's term frequencies, length norms and weight, over one term's units."""
+
+
+def _term_fields(
+    term: QueryTerm, postings: PostingArrays, norms: Sequence[formula.Floats], params: LexicalFlags,
+) -> tuple[Positions, list[Field]]:
+    """The units holding a term and its fields over them: the text's three, and for a word the
+    query writes as a name, the names the units show (not length-normalised: a name is shown
+    or not, however many others a unit shows)."""
+    text = postings.lexical.get(term.key)
+    shown = postings.names.get(term.key) if term.named else None
+    weights = (params.title_weight, params.keyword_weight, params.content_weight)
+    if shown is None:
+        assert text is not None  # query_terms keeps only the terms some unit holds
+        tfs = (text.title_tf, text.keyword_tf, text.content_tf)
+        return text.positions, [(tf, norm[text.positions], w) for tf, norm, w in zip(tfs, norms, weights, strict=True)]
+    positions = shown.positions if text is None else np.union1d(text.positions, shown.positions).astype(np.int32)
+    fields: list[Field] = []
+    if text is not None:
+        at = np.searchsorted(positions, text.positions)
+        for tf, norm, weight in zip((text.title_tf, text.keyword_tf, text.content_tf), norms, weights, strict=True):
+            fields.append((_spread(tf, at, len(positions)), norm[positions], weight))
+    fields.append((_spread(shown.shown_tf, np.searchsorted(positions, shown.positions), len(positions)),
+                   np.ones(len(positions)), params.identifier_weight))
+    return positions, fields
+
+
+def _spread(tf: npt.NDArray[np.float32], at: npt.NDArray[np.intp], size: int) -> npt.NDArray[np.float32]:
+    out = np.zeros(size, dtype=np.float32)
+    out[at] = tf
+    return out
+
+
 def _definitions(
-    term: QueryTerm, posting: LexicalPosting, params: LexicalFlags, n_units: int,
-) -> tuple[npt.NDArray[np.intp], formula.Floats] | None:
+    term: QueryTerm, postings: PostingArrays, params: LexicalFlags,
+) -> tuple[Positions, formula.Floats] | None:
     """Defining the query's name is a term of its own (`definition_weight` occurrences per
     definition, saturated), with the idf of the units that define it: rarer than those that
     show it, so the page that defines or explains a name outranks the pages that use it."""
-    tf = posting.definition_tf
-    if tf is None or not term.whole or not params.identifier_weight:
+    shown = postings.names.get(term.key) if term.whole and params.identifier_weight else None
+    if shown is None or shown.defined_tf is None:
         return None
-    at = np.flatnonzero(tf)
-    idf = formula.bm25_idf(len(at), n_units)
-    return at, formula.bm25_saturate(idf, params.definition_weight * tf[at].astype(np.float64), params.k1)
+    at = np.flatnonzero(shown.defined_tf)
+    idf = formula.bm25_idf(len(at), postings.n_units)
+    tf = params.definition_weight * shown.defined_tf[at].astype(np.float64)
+    return shown.positions[at], formula.bm25_saturate(idf, tf, params.k1)
 
 
 def rank_bm25f(
@@ -114,34 +151,23 @@ def rank_bm25f(
         held = postings.match_keys.get(key)
         if held is not None:
             candidate[held] = True
-    title_norm, keyword_norm, content_norm = (
+    norms = [
         formula.bm25f_length_norm(length, average, params.b)
         for length, average in zip(postings.lengths, postings.average_lengths, strict=True)
-    )
-    unnormed = np.ones(n, dtype=np.float64)  # the identifier field: a name counts whatever else a unit shows
+    ]
     contributions: list[tuple[str, Positions, formula.Floats]] = []
     for term in terms:
-        posting = postings.lexical[term.key]
-        positions = posting.positions
-        fields = [
-            (posting.title_tf, title_norm, params.title_weight),
-            (posting.keyword_tf, keyword_norm, params.keyword_weight),
-            (posting.content_tf, content_norm, params.content_weight),
-        ]
-        if posting.identifier_tf is not None and term.named:  # a word the query writes as a name
-            fields.append((posting.identifier_tf, unnormed, params.identifier_weight))
-        pseudo = formula.bm25f_pseudo_tf(
-            [tf for tf, _, _ in fields], [norm[positions] for _, norm, _ in fields], [w for _, _, w in fields],
-        )
+        positions, fields = _term_fields(term, postings, norms, params)
+        pseudo = formula.bm25f_pseudo_tf([f[0] for f in fields], [f[1] for f in fields], [f[2] for f in fields])
         contribution = formula.bm25_saturate(term.idf, pseudo, params.k1)
         scores[positions] += contribution
         candidate[positions] = True
         contributions.append((term.token, positions, contribution))
-        defined = _definitions(term, posting, params, n)
+        defined = _definitions(term, postings, params)
         if defined is not None:
             at, extra = defined
-            scores[positions[at]] += extra
-            contributions.append((f"{term.token} defined", positions[at], extra))
+            scores[at] += extra
+            contributions.append((f"{term.token} defined", at, extra))
     if category is not None:
         candidate &= postings.categories.get(category, np.zeros(n, dtype=bool))
     pool = np.flatnonzero(candidate)

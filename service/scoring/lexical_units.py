@@ -3,7 +3,7 @@
 Both phases score "units": a whole document, or a chunk that inherits its
 document's title and keywords and whose own headings count as title words.
 A unit's identifiers (the names in its code, service/ingest/identifiers.py) are
-a field of their own, keyed whole and by parts (`identifier_keys`).
+a field of their own, keyed whole and compact (`identifier_keys`).
 A unit keeps what every search reads: match keys per field (the seed
 formula's guards); its plain text (snippets) is parsed on demand.  BM25F's term frequencies
 travel beside it in `FieldTerms` only until the posting arrays have recorded
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from service.domain.identifiers import compact_key, is_separated, parts, suffixes, whole_key
+from service.domain.identifiers import compact_key, is_separated, suffixes, whole_key
 from service.domain.types import Chunk, Document
 from service.ingest.identifiers import Identifier, identifiers_of
 from service.normalize.lexicon import Lexicon
@@ -174,15 +174,17 @@ def _prepare(
         title_length=len(title_tokens),
         keyword_length=len(keyword_tokens),
         content_length=len(content_tokens),
-        **_identifier_terms(identifiers, lexicon),
+        **_identifier_terms(identifiers),
     )
     return PreparedUnit(unit, terms)
 
 
-def identifier_keys(name: str, lexicon: Lexicon) -> set[str]:
+def identifier_keys(name: str) -> set[str]:
     """The keys a name is found by: its whole form and each dotted suffix's (`flask.views.methodview`,
-    `views.methodview`; a key with separators is no word's key), their compact forms and its
-    parts as lexical keys (`methodview`; `method`, `view`), as a query's words are keyed."""
+    `views.methodview`; a key with separators is no word's key) and their compact forms as lexical
+    keys (`flaskviewsmethodview`, `methodview`: what `MethodView` and `method_view` share). Its
+    parts are words of the unit's text already (the tokeniser splits `_`, `.` and `-`); as keys of
+    this field they moved units that show many names above the units about those words."""
     keys: set[str] = set()
     for form in (name, *suffixes(name)):
         whole = whole_key(form)
@@ -190,15 +192,14 @@ def identifier_keys(name: str, lexicon: Lexicon) -> set[str]:
             keys.add(sys.intern(whole))
         if compact := compact_key(form):
             keys.add(lexical_key(compact))
-    keys.update(lexical_key(t) for t in lexicon.normalise(" ".join(parts(name))))
     return keys
 
 
-def _identifier_terms(identifiers: Sequence[Identifier], lexicon: Lexicon) -> dict[str, Any]:
+def _identifier_terms(identifiers: Sequence[Identifier]) -> dict[str, Any]:
     shown: Counter[str] = Counter()
     defined: Counter[str] = Counter()
     for identifier in identifiers:
-        keys = identifier_keys(identifier.name, lexicon)
+        keys = identifier_keys(identifier.name)
         times = min(identifier.count, MENTIONS_COUNTED)
         for key in keys:
             shown[key] += times

@@ -39,7 +39,7 @@ def mkdocs() -> dict[str, CorpusPage]:
 @pytest.mark.parametrize("name", [
     "after_this_request", "pymdownx.snippets", "ProxyFix", "--print-width", "$patch", "@app.route",
     "Trust::Reduced", ".prettierignore", "SESSION_COOKIE_SAMESITE", "storeToRefs", "HTTPException",
-    "Jinja2Templates", "request.url_for",
+    "Jinja2Templates", "request.url_for", ":workspace-trust",
 ])
 def test_names_prose_never_writes_are_strong(name: str) -> None:
     assert is_strong(name)
@@ -140,7 +140,9 @@ LEXICON = build_lexicon(
     # ... one they do not is searched by its parts.
     ("createPersistedState", ("createPersistedState",), ("create", "persisted", "state")),
     ("built-in themes", ("built-in",), ("built", "theme")),
-    ("proxy fix", (), ("proxy", "fix")),
+    # Words that spell one of the corpus's names joined are that name too.
+    ("proxy fix", ("ProxyFix",), ("proxy", "fix")),
+    ("samesite cookies", (), ("samesite", "cooky")),  # the plural rule's "ies"
 ])
 def test_a_query_reads_its_names_whole_and_searches_their_parts(
     raw: str, identifiers: tuple[str, ...], tokens: tuple[str, ...],
@@ -168,6 +170,13 @@ def test_a_misspelt_name_is_respelt_only_into_the_one_name_it_is_near() -> None:
     assert [c.corrected for c in alone.corrections] == ["snippet"]
     inside, _ = normalize_query("my_snipets_dir", LEXICON)
     assert inside.corrections == () and "snipet" in inside.tokens
+
+
+def test_a_name_of_another_build_is_not_a_misspelling() -> None:
+    lexicon = build_lexicon(titles=[], keywords=[], texts=["x"], synonyms=Synonyms(),
+                            identifiers=identifier_index(["@api.route"]))
+    query, _ = normalize_query("APIRouter", lexicon)  # one edit from `apiroute`, but another name
+    assert query.corrections == () and query.unknown_identifiers == ("APIRouter",)
 
 
 def test_two_names_as_near_are_not_guessed_between() -> None:
@@ -264,8 +273,9 @@ def test_a_name_shown_once_in_code_outranks_its_words_in_prose() -> None:
     ]
     indexes = build_indexes(docs, [], Synonyms())
     assert _first(indexes, "raise_server_exceptions")[0] == "testclient"
-    # The words alone prefer the page that says them most.
-    assert _first(indexes, "raise server exceptions")[0] == "errors"
+    assert _first(indexes, "raise server exceptions")[0] == "testclient"  # the name's words, joined
+    # Words that are not a name prefer the page that says them most.
+    assert _first(indexes, "server exceptions")[0] == "errors"
 
 
 def test_a_dotted_name_is_known_by_its_last_names_only_when_they_are_a_name() -> None:
