@@ -9,7 +9,7 @@ Tiers retrieve (service/tiers.py); the `Decider` decides, for every phase and bo
 - **multi-intent** messages: each part's own keyword ranking, two strong distinct pages → both
   (`seed_rules.decide_multi_intent`). The seed rules answer with both; the calibrated policy
   decides the message as one query by p (letting the split decide did not pay on six corpora:
-  docs/quality/cross-corpus.md) and, when it answers, lists the other need's page second, so
+  docs/quality/cross-corpus.md) and, when it answers, offers the other need's page too, so
   the user gets both pages (issue 40: "two needs in one message, under the default");
 - **no special cases under `calibrated`**: p against the fit's three points decides (every
   special rule once kept in front of it was left out for not paying on six corpora);
@@ -284,28 +284,24 @@ def multi_intent_on(ranking: Sequence[Evidence], multi: Answer) -> Answer:
 
 
 def with_second_need(answer: Answer, multi: Answer) -> Answer:
-    """`answer` with the page of `multi` (the parts' strong pages) that it does not lead with
-    listed second, and both offered: "Which one should I go deeper on?"."""
+    """`answer` offering both needs' pages (the parts' strong pages, `multi`): "Which one should I
+    go deeper on?". The results keep their score order (the other need's page is among them)."""
     first = ranked_by_score(answer.results)[0]
-    others = [e for e in multi.results if e.doc_slug != first.doc_slug]
-    if len(others) == len(multi.results):  # the first page is neither part's: p's answer stands
+    second = second_need(first.doc_slug, [e.doc_slug for e in multi.results])
+    if second is None:  # the first page is neither part's: p's answer stands
         return answer
-    second = others[0]
-    rest = [e for e in answer.results if e.doc_slug not in (first.doc_slug, second.doc_slug)]
-    own = [e for e in answer.results if e.doc_slug == first.doc_slug]
-    again = [e for e in answer.results if e.doc_slug == second.doc_slug][:1] or [second]
+    evidence = next(e for e in multi.results if e.doc_slug == second)
     return msgspec.structs.replace(
-        answer, results=(*own, *again, *rest), message=clarify.MULTI_INTENT,
-        options=(option_of(first), option_of(second)), reason="calibrated_two_needs",
+        answer, message=clarify.MULTI_INTENT, options=(option_of(first), option_of(evidence)),
+        reason="calibrated_two_needs",
     )
 
 
-def second_need_pages(shown: Sequence[str], multi_pages: Sequence[str]) -> tuple[str, ...]:
-    """`with_second_need` on page names (the replay's view): `shown` with the other need's page second."""
-    second = next((p for p in multi_pages if p != shown[0]), None) if shown and shown[0] in multi_pages else None
-    if second is None:
-        return tuple(shown)
-    return (shown[0], second, *(p for p in shown[1:] if p != second))
+def second_need(first: str, multi_pages: Sequence[str]) -> str | None:
+    """The other need's page when `first` is one of the two needs' pages, else None."""
+    if first not in multi_pages:
+        return None
+    return next((p for p in multi_pages if p != first), None)
 
 
 # -- the same routing on recorded signals (fit-decisions' grid) -----------------------------------
@@ -338,9 +334,7 @@ def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[s
     if action == "no_match":  # the closest pages offered
         return "no_match", (), ranked[:CLOSEST_MATCHES]
     if action == "answer" or (action == "weak" and len(ranked) == 1):  # the only page answers
-        if run.reason == "multi_intent" and ranked[0] in run.shown:
-            # The seed rules found both needs' pages: `with_second_need` lists and offers them.
-            shown = second_need_pages(ranked, run.shown)
-            return "answer", shown, shown[:2]
-        return "answer", ranked, ()
+        second = second_need(ranked[0], run.shown) if run.reason == "multi_intent" else None
+        # The seed rules found both needs' pages: `with_second_need` offers them.
+        return "answer", ranked, (ranked[0], second) if second is not None else ()
     return "clarify", ranked, ranked[:2] if action == "ambiguous" else ranked[:3]

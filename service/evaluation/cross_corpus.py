@@ -132,11 +132,11 @@ BOTH_NEEDS_DEPTH = 3
 
 
 def both_needs_shown(case: LabelledQuery, status: str, shown: Sequence[str], options: Sequence[str]) -> bool:
-    """A message with two needs: both labelled pages among the answer's first pages, or among a
-    clarification's options (issue 40's "both pages among the results")."""
+    """A message with two needs: both labelled pages among the answer's first pages or its options,
+    or among a clarification's options (issue 40's "both pages among the results")."""
     need = case.pages[:2]
-    if status == "answer":
-        return all(page in shown[:BOTH_NEEDS_DEPTH] for page in need)
+    if status == "answer":  # listed near the top, or offered with it ("Which one should I go deeper on?")
+        return all(page in shown[:BOTH_NEEDS_DEPTH] or page in options for page in need)
     return status == "clarify" and all(page in options for page in need)
 
 

@@ -3,7 +3,7 @@
 Every labelled query of the six corpora the test session serves is asked over HTTP at phase 3,
 ten results wanted, of the real app seeded and embedded with that corpus (phase 3 fuses chunk
 rankings: where two chunks of one section meet). Every labelled set of every corpus, the six
-labelled for issue 40 too, is asked at phase 2 in-process (tests/unit/test_one_per_section.py):
+labelled for issue 40 too, is asked at phase 2 in-process (tests/unit/test_one_section_once.py):
 embedding six more corpora here would cost the suite minutes. The issue's examples were a phase-3
 answer listing `blueprints#templates` twice (two chunks of one long section) and a query log with
 one chunk twice.
