@@ -24,8 +24,10 @@ def test_conversation_view(service: Service) -> None:
             section = page.locator("#conversation-section")
             turns = section.locator("#conv-transcript li.turn.assistant")
 
-            # A question that asks back, answered by clicking an option.
-            section.get_by_label("Message", exact=True).fill("how do I remove a widget")
+            # A question that asks back, answered by clicking an option. ("how do I remove a widget"
+            # is a no match with closest pages under the default since issue 40's word stems: the
+            # golden dialogue remove-widget-pick-widget-manager records it.)
+            section.get_by_label("Message", exact=True).fill("remove a widget")
             section.get_by_role("button", name="Send").click()
             expect(turns).to_have_count(1)
             expect(turns.nth(0)).to_have_attribute("data-status", "clarify")

@@ -92,12 +92,16 @@ async def test_a_reply_to_a_clarification_answers_with_the_chosen_page(
 
 
 async def test_the_chosen_page_answers_the_original_question_with_its_best_section(service_client: Any) -> None:
-    asked = await _ask(service_client, "how do I remove a widget")
-    assert asked["status"] == "clarify"
-    assert "widgets/widget-manager" in [o["doc_slug"] for o in asked["options"]]
-    answered = await _ask(service_client, "Widget Manager", reply_to=asked["clarification"])
-    assert _top(answered) == ("widgets/widget-manager", "Widget Manager > Removing a widget")
-    assert answered["conversation"]["query"] == "how do I remove a widget"
+    # About replying to a question: under the seed rules, which ask it. Since issue 40's word stems
+    # the default gives no match with the closest pages for this query (golden dialogue
+    # remove-widget-pick-widget-manager says so).
+    async with decision_policy(service_client, "seed_rules"):
+        asked = await _ask(service_client, "how do I remove a widget")
+        assert asked["status"] == "clarify"
+        assert "widgets/widget-manager" in [o["doc_slug"] for o in asked["options"]]
+        answered = await _ask(service_client, "Widget Manager", reply_to=asked["clarification"])
+        assert _top(answered) == ("widgets/widget-manager", "Widget Manager > Removing a widget")
+        assert answered["conversation"]["query"] == "how do I remove a widget"
 
 
 async def test_a_category_word_picks_the_only_option_of_that_category(service_client: Any) -> None:
