@@ -236,7 +236,7 @@ class LexicalFlags(_Flags, frozen=True):
     identifier_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
     """A name the query holds, shown by the unit (code, inline code), counts this many occurrences
     (issue 42; service/scoring/bm25f.py)."""
-    definition_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 3.0
+    definition_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
     """Defining that name (heading, API entry, configuration row) counts this many occurrences of a
     term of its own, whose idf is that of the units defining it."""
 

@@ -188,19 +188,16 @@ IDENTIFIER_TYPO_MIN = 5
 JOINED_MAX_WORDS = 4
 
 
-def joined_identifiers(text: str, lexicon: Lexicon) -> list[str]:
-    """The corpus's names a query spells as separate words ("proxy fix" → `ProxyFix`,
-    "use directory urls" → `use_directory_urls`): runs of two to four words whose letters, joined,
-    are the compact form of one of the corpus's strong names."""
+def joined_identifier(text: str, lexicon: Lexicon) -> str | None:
+    """The corpus's name a query of two to four words spells out ("proxy fix" → `ProxyFix`,
+    "use directory urls" → `use_directory_urls`): its words, joined, are the compact form of one of
+    the corpus's strong names. Only a whole query: inside a longer one, neighbouring words join
+    into names nobody meant ("restic key add" is not about `RESTIC_KEY`)."""
     said = words(lowercase_words(text))
-    found: list[str] = []
-    for start in range(len(said)):
-        for end in range(min(len(said), start + JOINED_MAX_WORDS), start + 1, -1):
-            name = lexicon.identifiers.get("".join(said[start:end]))
-            if name is not None and is_strong(name):
-                found.append(name)
-                break
-    return list(dict.fromkeys(found))
+    if not 2 <= len(said) <= JOINED_MAX_WORDS:
+        return None
+    name = lexicon.identifiers.get("".join(said))
+    return name if name is not None and is_strong(name) else None
 
 
 def correct_identifier(name: str, lexicon: Lexicon, settings: TypoFlags) -> Correction | None:
@@ -265,8 +262,8 @@ def normalize_query(
 ) -> tuple[NormalizedQuery, list[str]]:
     """Normalise a query; also returns human-readable notes (synonyms used).
 
-    Stages in order: identifiers (read whole, then written as their parts; words that spell one
-    of the corpus's names joined are that name too), clean, lowercase
+    Stages in order: identifiers (read whole, then written as their parts; a query of a few words
+    that spell one of the corpus's names joined is that name too), clean, lowercase
     and strip punctuation, phrase synonyms, tokenise, stopwords, word synonyms, conservative
     stemming, typo correction (never of an identifier's words).
     """
@@ -280,7 +277,7 @@ def normalize_query(
         names = query_identifiers(cleaned)
     spelled = spelled_out(cleaned, names, lexicon)
     written = NAME.sub(lambda m: " " if m.group(0) in names else m.group(0), cleaned)
-    joined = [name for name in joined_identifiers(written, lexicon) if name not in names]
+    joined = [] if names or (spelt := joined_identifier(cleaned, lexicon)) is None else [spelt]
     # A kebab-case name may be a misspelt word (`gh-delpoy`): only a strong name's words are kept.
     protected = frozenset(w for name in names if is_strong(name) for w in (*parts(name), compact_key(name)))
     lowered = lowercase_words(spelled)

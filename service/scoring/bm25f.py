@@ -31,14 +31,17 @@ from service.scoring.stemming import lexical_key
 class QueryTerm:
     token: str
     key: str
-    """The token's lexical key (stem)."""
+    """The token's lexical key (stem); an identifier's: its compact form's."""
     idf: float
+    spelled: str | None = None
+    """An identifier's term (None: a word): its whole form where it has separators and some
+    unit shows it (`after_this_request`; else None). A unit holding either the compact key
+    (`afterthisrequest`, in its text or among its names) or this one holds the term, once."""
+    defined_by: str | None = None
+    """The key the identifier's definitions are found by: a unit that defines the name scores
+    a term of its own (`_definitions`)."""
     named: bool = False
-    """The term is one of the query's identifiers (whole or compact): it is looked up among the
-    names a unit shows (the identifier field) as well as in its text."""
-    whole: bool = False
-    """The term is the key a query identifier's definitions are found by: a unit that defines
-    the name scores a term of its own (`_definitions`)."""
+    """An identifier's term: it also counts the names the units show (the identifier field)."""
 
 
 @dataclass(frozen=True)
@@ -51,37 +54,43 @@ class Ranked:
 
 def query_terms(tokens: Sequence[str], postings: PostingArrays, names: Sequence[str] = ()) -> list[QueryTerm]:
     """Each distinct query stem the corpus has, with its idf; then each of the query's
-    identifiers (`names`) by its key (`identifier_query_key`)."""
-    keyed = [(token, lexical_key(token)) for token in tokens]
-    searched = {name: identifier_query_keys(name, postings) for name in names}
-    whole = [(name if is_separated(key) else compact_key(name), key) for name, keys in searched.items() for key in keys]
-    keyed += whole
-    # Its definitions: of the name as the query writes it where some unit defines that spelling, else
-    # of its compact form (`proxy_fix` finds the API entry of `ProxyFix`).
-    own = {key for keys in searched.values() if (key := next(filter(postings.defines, keys), None))}
-    named = {key for _, key in whole}
+    identifiers (`names`) as one term (`identifier_term`)."""
+    named = {term.key: term for name in names if (term := identifier_term(name, postings)) is not None}
     terms: list[QueryTerm] = []
     seen: set[str] = set()
-    for token, key in keyed:
-        if key in seen:
+    for token in tokens:
+        key = lexical_key(token)
+        if key in seen or key in named:  # a name that is one word (`ProxyFix`, `--cache`) is its term
             continue
         seen.add(key)
-        df = postings.document_frequency(key, named=key in named)
+        df = postings.document_frequency(key)
         if df:
-            terms.append(QueryTerm(token, key, formula.bm25_idf(df, postings.n_units), key in named, key in own))
-    return terms
+            terms.append(QueryTerm(token, key, formula.bm25_idf(df, postings.n_units)))
+    return [*terms, *named.values()]
 
 
-def identifier_query_keys(name: str, postings: PostingArrays) -> list[str]:
-    """The keys a query's identifier is searched by, besides its parts (which are query tokens):
-    its whole form where the corpus has it (`after_this_request`: only the identifier field holds
-    it) and its compact form as a word (`print_width` finds `printWidth`, `ProxyFix` the
-    `proxyfix` of a page's code). A unit that writes the name as the query does holds both."""
+def identifier_term(name: str, postings: PostingArrays) -> QueryTerm | None:
+    """A query's identifier as one term: held by a unit that shows the name as the query writes
+    it (`after_this_request`: a key only the identifier field has) or in compact form (`print_width`
+    finds `printWidth`, `ProxyFix` the word `proxyfix` of a page's code); its definitions are those
+    of the spelling some unit defines, else of the compact form (`proxy_fix` finds `ProxyFix`'s
+    API entry). None when no unit holds it."""
+    compact = compact_key(name)
     whole = whole_key(name)
-    keys = [whole] if is_separated(whole) and postings.document_frequency(whole, named=True) else []
-    if compact := compact_key(name):
-        keys.append(lexical_key(compact))
-    return keys
+    key = lexical_key(compact)
+    spelled = whole if is_separated(whole) and whole in postings.names else None
+    df = len(_holders(postings, key, spelled))
+    if not compact or not df:
+        return None
+    defined_by = next((k for k in (spelled, key) if k is not None and postings.defines(k)), None)
+    return QueryTerm(name, key, formula.bm25_idf(df, postings.n_units), spelled, defined_by, named=True)
+
+
+def _holders(postings: PostingArrays, key: str, spelled: str | None) -> Positions:
+    held = [p.positions for p in (postings.lexical.get(key), postings.names.get(key)) if p is not None]
+    if spelled is not None:
+        held.append(postings.names[spelled].positions)
+    return np.unique(np.concatenate(held)).astype(np.int32) if held else np.zeros(0, dtype=np.int32)
 
 
 Field = tuple[npt.NDArray[np.float32], formula.Floats, float]
@@ -91,24 +100,28 @@ Field = tuple[npt.NDArray[np.float32], formula.Floats, float]
 def _term_fields(
     term: QueryTerm, postings: PostingArrays, norms: Sequence[formula.Floats], params: LexicalFlags,
 ) -> tuple[Positions, list[Field]]:
-    """The units holding a term and its fields over them: the text's three, and for a word the
-    query writes as a name, the names the units show (not length-normalised: a name is shown
-    or not, however many others a unit shows)."""
+    """The units holding a term and its fields over them: the text's three, and for an
+    identifier the names the units show (not length-normalised: a name is shown or not, however
+    many others a unit shows; a unit showing both spellings counts the more shown one)."""
     text = postings.lexical.get(term.key)
-    shown = postings.names.get(term.key) if term.named else None
     weights = (params.title_weight, params.keyword_weight, params.content_weight)
-    if shown is None:
-        assert text is not None  # query_terms keeps only the terms some unit holds
+    if not term.named:
+        assert text is not None  # query_terms keeps only the words some unit holds
         tfs = (text.title_tf, text.keyword_tf, text.content_tf)
         return text.positions, [(tf, norm[text.positions], w) for tf, norm, w in zip(tfs, norms, weights, strict=True)]
-    positions = shown.positions if text is None else np.union1d(text.positions, shown.positions).astype(np.int32)
+    positions = _holders(postings, term.key, term.spelled)
     fields: list[Field] = []
     if text is not None:
         at = np.searchsorted(positions, text.positions)
         for tf, norm, weight in zip((text.title_tf, text.keyword_tf, text.content_tf), norms, weights, strict=True):
             fields.append((_spread(tf, at, len(positions)), norm[positions], weight))
-    fields.append((_spread(shown.shown_tf, np.searchsorted(positions, shown.positions), len(positions)),
-                   np.ones(len(positions)), params.identifier_weight))
+    shown = np.zeros(len(positions), dtype=np.float32)
+    for key in (term.key, term.spelled):
+        held = postings.names.get(key) if key is not None else None
+        if held is not None:
+            at = np.searchsorted(positions, held.positions)
+            shown[at] = np.maximum(shown[at], held.shown_tf)
+    fields.append((shown, np.ones(len(positions)), params.identifier_weight))
     return positions, fields
 
 
@@ -124,7 +137,7 @@ def _definitions(
     """Defining the query's name is a term of its own (`definition_weight` occurrences per
     definition, saturated), with the idf of the units that define it: rarer than those that
     show it, so the page that defines or explains a name outranks the pages that use it."""
-    shown = postings.names.get(term.key) if term.whole and params.identifier_weight else None
+    shown = postings.names.get(term.defined_by) if term.defined_by and params.identifier_weight else None
     if shown is None or shown.defined_tf is None:
         return None
     at = np.flatnonzero(shown.defined_tf)

@@ -63,14 +63,10 @@ class PostingArrays:
     whole_titles: dict[str, list[int]]
     title_bigrams: dict[str, set[int]]
 
-    def document_frequency(self, lexical_key: str, named: bool = False) -> int:
-        """How many units hold a lexical key in their text (`named`: or in the names they show)."""
+    def document_frequency(self, lexical_key: str) -> int:
+        """How many units hold a lexical key in their text (the names they show aside)."""
         held = self.lexical.get(lexical_key)
-        text = held.positions if held is not None else None
-        shown = self.names.get(lexical_key) if named else None
-        if shown is None:
-            return 0 if text is None else len(text)
-        return len(shown.positions) if text is None else len(np.union1d(text, shown.positions))
+        return 0 if held is None else len(held.positions)
 
     def defines(self, identifier_key: str) -> bool:
         """Some unit defines a name that holds the key."""
