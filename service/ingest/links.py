@@ -52,15 +52,36 @@ def _names(entry: CorpusPage) -> set[str]:
     return {n for n in names if n}
 
 
+class CorpusLinks:
+    """Where the corpus's internal links lead: its pages by name and by file."""
+
+    def __init__(self, corpus: Sequence[CorpusPage], seeds_dir: Path) -> None:
+        self.by_name: dict[str, CorpusPage] = {}
+        self.by_file: dict[Path, CorpusPage] = {}
+        for entry in corpus:
+            self.by_file[entry.path.resolve()] = entry
+            for name in _names(entry):
+                self.by_name.setdefault(name, entry)
+        self.root = seeds_dir.resolve()
+
+    def target(self, link: Link, entry: CorpusPage) -> LinkTarget:
+        """The page and heading `link`, written on `entry`'s page, reaches (block links: none)."""
+        return _resolve(link, entry, entry.path.resolve(), self.root, self.by_name, self.by_file)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTarget:
+    """A link's page and heading fragment as written ("" for the page's top), or why it
+    reaches none (`reason`; a link to an asset reaches no page and is not broken)."""
+
+    page: CorpusPage | None
+    fragment: str = ""
+    reason: str = ""
+
+
 def check_links(corpus: Sequence[CorpusPage], seeds_dir: Path) -> list[BrokenLink]:
     """Every broken internal link of the corpus, in file order."""
-    by_name: dict[str, CorpusPage] = {}
-    by_file: dict[Path, CorpusPage] = {}
-    for entry in corpus:
-        by_file[entry.path.resolve()] = entry
-        for name in _names(entry):
-            by_name.setdefault(name, entry)
-    root = seeds_dir.resolve()
+    links = CorpusLinks(corpus, seeds_dir)
     block_ids = frozenset(i for entry in corpus for i in entry.page.block_ids)
     broken: list[BrokenLink] = []
     for entry in corpus:
@@ -69,7 +90,7 @@ def check_links(corpus: Sequence[CorpusPage], seeds_dir: Path) -> list[BrokenLin
             if link.kind == "block":
                 reason = "" if link.target in block_ids else "no block with that id"
             else:
-                reason = _resolve(link, entry, path.resolve(), root, by_name, by_file)
+                reason = links.target(link, entry).reason
             if reason:
                 shown = {"wikilink": f"[[{link.target}]]", "block": f"(({link.target}))",
                          "ref": f":ref:`{link.target}`"}.get(link.kind, link.target)
@@ -100,29 +121,35 @@ def _has_anchor(entry: CorpusPage, heading: str) -> bool:
 def _resolve(
     link: Link, doc: CorpusPage, path: Path, root: Path,
     by_name: dict[str, CorpusPage], by_file: dict[Path, CorpusPage],
-) -> str:
+) -> LinkTarget:
     if link.kind == "ref":  # reStructuredText: rst.py resolved every label it could
-        return "no `.. _label:` of that name in the corpus"
+        return LinkTarget(None, reason="no `.. _label:` of that name in the corpus")
     if link.kind == "wikilink":
         page, heading = wikilink_target(link.target)
         target = doc if not page else by_name.get(name_slug(page))
         if target is None:
-            return "no page with that name"
-        return "" if _has_anchor(target, heading) else f"no heading {heading!r} in {target.doc.slug}"
+            return LinkTarget(None, reason="no page with that name")
+        return _at_heading(target, heading, f"no heading {heading!r} in {target.doc.slug}")
     wrapped = unquote(link.target)
     if wrapped.startswith("[[") and wrapped.endswith("]]"):  # Logseq's `[label]([[Page]])`
         return _resolve(Link(wrapped[2:-2], "wikilink", link.line), doc, path, root, by_name, by_file)
     location, _, fragment = link.target.partition("#")
     fragment = unquote(fragment)
     if not location:
-        return "" if _has_anchor(doc, fragment) else f"no heading #{fragment} on this page"
+        return _at_heading(doc, fragment, f"no heading #{fragment} on this page")
     relative = PurePosixPath(unquote(location))
     suffix = relative.suffix.lower()
     if suffix and suffix not in (*PAGE_SUFFIXES, ".html"):
-        return ""  # an asset, not a page
+        return LinkTarget(None)  # an asset, not a page
     base = root if relative.is_absolute() else path.parent
     file = (base / str(relative).lstrip("/")).resolve()
     target = next((by_file[f] for f in _page_files(file, suffix) if f in by_file), None)
     if target is None:
-        return "no such page in the corpus"
-    return "" if _has_anchor(target, fragment) else f"no heading #{fragment} in {target.doc.slug}"
+        return LinkTarget(None, reason="no such page in the corpus")
+    return _at_heading(target, fragment, f"no heading #{fragment} in {target.doc.slug}")
+
+
+def _at_heading(target: CorpusPage, heading: str, missing: str) -> LinkTarget:
+    if _has_anchor(target, heading):
+        return LinkTarget(target, heading)
+    return LinkTarget(None, reason=missing)
