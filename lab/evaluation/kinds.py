@@ -106,15 +106,15 @@ def summarise(
     return out
 
 
-def page_best_chunks(evidence: Iterable[Any], depth: int = DEPTH) -> list[tuple[str, int | None]]:
-    """Distinct pages in order, each with its best chunk's index (None at phase 1)."""
-    out: dict[str, int | None] = {}
+def page_best_chunks(evidence: Iterable[Any], depth: int = DEPTH) -> list[tuple[str, int | None, float]]:
+    """Distinct pages in order, each with its best chunk's index (None at phase 1) and score."""
+    out: dict[str, tuple[str, int | None, float]] = {}
     for e in evidence:
         if e.doc_slug not in out:
-            out[e.doc_slug] = e.chunk_index
+            out[e.doc_slug] = (e.doc_slug, e.chunk_index, float(e.score))
             if len(out) == depth:
                 break
-    return list(out.items())
+    return list(out.values())
 
 
 def page_ranking(slugs: Iterable[str], depth: int = DEPTH) -> list[str]:
@@ -141,11 +141,14 @@ class KindSession:
         pipeline = self.pipeline
         query, notes = pipeline.normalise(text, flags)
         indexes = pipeline.require_indexes()
+        found: Sequence[Any]
         if phase == 1:
-            return indexes.documents.search(query.tokens, limit=DEPTH, lexical=flags.lexical)
-        if phase == 2:
-            return indexes.chunks.search(query.tokens, limit=len(indexes.chunks.units), lexical=flags.lexical)
-        return (await pipeline.hybrid().retrieve(query, flags, notes=notes)).fused
+            found = indexes.documents.search(query.tokens, limit=DEPTH, lexical=flags.lexical)
+        elif phase == 2:
+            found = indexes.chunks.search(query.tokens, limit=len(indexes.chunks.units), lexical=flags.lexical)
+        else:
+            found = (await pipeline.hybrid().retrieve(query, flags, notes=notes)).fused
+        return found
 
     async def rank(self, text: str, flags: Flags, phase: int) -> list[str]:
         return page_ranking(e.doc_slug for e in await self.evidence(text, flags, phase))
@@ -157,8 +160,8 @@ class KindSession:
 
     async def best_chunks(
         self, cases: Sequence[LabelledQuery], flags: Flags, phase: int
-    ) -> dict[str, list[tuple[str, int | None]]]:
-        """Per case, each page of the ranking with the chunk that ranked it (its best)."""
+    ) -> dict[str, list[tuple[str, int | None, float]]]:
+        """Per case, each page of the ranking with the chunk that ranked it (its best) and its score."""
         return {case.id: page_best_chunks(await self.evidence(case.query, flags, phase)) for case in cases}
 
     async def fusion_ceiling(self, cases: Sequence[LabelledQuery], flags: Flags) -> dict[str, dict[str, list[str]]]:
@@ -243,11 +246,10 @@ async def run_kinds(
         for phase in phases:
             t0 = time.perf_counter()
             best = await session.best_chunks(wanted, flags, phase)
-            rankings = {case_id: [slug for slug, _ in pages] for case_id, pages in best.items()}
+            rankings = {case_id: [slug for slug, _, _ in pages] for case_id, pages in best.items()}
             say(f"phase {phase}: {len(wanted)} queries in {time.perf_counter() - t0:.1f}s")
             results["phases"][str(phase)] = summarise(wanted, rankings)
-            chunks = {case_id: [index for _, index in pages] for case_id, pages in best.items()}
-            results.setdefault("cases", {})[str(phase)] = case_rows(wanted, rankings, chunks)
+            results.setdefault("cases", {})[str(phase)] = case_rows(wanted, rankings, best)
         if fusion_ceiling:
             rows = await session.fusion_ceiling(wanted, flags)
             results["ceiling"] = {name: summarise(wanted, ranked) for name, ranked in rows.items()}
@@ -259,18 +261,19 @@ async def run_kinds(
 
 def case_rows(
     cases: Sequence[LabelledQuery], rankings: Mapping[str, Sequence[str]],
-    chunks: Mapping[str, Sequence[int | None]] | None = None,
+    best: Mapping[str, Sequence[tuple[str, int | None, float]]] | None = None,
 ) -> list[dict[str, Any]]:
     """Per case: its ranking and the rank of its first right page (None: not in the first ten);
-    with `chunks`, the index of the chunk that ranked each of those five pages (what a
-    reranker reads of the page: lab/relevance/evaluate.py)."""
+    with `best`, the index of the chunk that ranked each of those five pages (what a reranker
+    reads of the page: lab/relevance/evaluate.py) and its score."""
     rows: list[dict[str, Any]] = []
     for case in cases:
-        row = {"id": case.id, "split": case.split, "kind": case.kind, "query": case.query,
+        row: dict[str, Any] = {"id": case.id, "split": case.split, "kind": case.kind, "query": case.query,
                "pages": list(case.pages), "rank": first_relevant_rank(rankings[case.id], case.pages),
                "ranking": list(rankings[case.id][:5])}
-        if chunks is not None:
-            row["chunks"] = list(chunks[case.id][:5])
+        if best is not None:
+            row["chunks"] = [index for _, index, _ in best[case.id][:5]]
+            row["scores"] = [round(score, 6) for _, _, score in best[case.id][:5]]
         rows.append(row)
     return rows
 
