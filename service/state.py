@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from service.db.supervisor import DatabaseSupervisor
     from service.ingest.indexer import IndexReport
     from service.ingest.seeder import Chunker, SeedReport
+    from service.relevance.model import RelevanceModel
     from service.scoring.semantic import SemanticLeg
 
 log = logging.getLogger(__name__)
@@ -122,9 +123,11 @@ class AppState:
     semantic: SemanticStatus | None = None
     """Phase 3's model and index status (set by service/wiring.py)."""
     reindex: Callable[[bool], Awaitable[IndexReport | None]] | None = None
+    """Embed chunks lacking a vector (True: re-embed all); None on failure (see `semantic.error`)."""
     decision: DecisionStatus = field(default_factory=DecisionStatus)
     """The decision policy and its fitted file (set by service/wiring.py)."""
-    """Embed chunks lacking a vector (True: re-embed all); None on failure (see `semantic.error`)."""
+    relevance: RelevanceModel | None = None
+    """The relevance model, loaded at start-up where `relevance.enabled` (service/wiring.py)."""
 
     async def reseed(self) -> SeedReport:
         """Seed from `settings.seeds_dir`, then reload the in-memory corpus.

@@ -23,6 +23,16 @@ class Health(Base, frozen=True):
     status: str
 
 
+class RelevanceModelInfo(Base, frozen=True):
+    """The relevance model in use (`relevance.enabled`): its file, sha256 prefix, layers."""
+
+    file: str
+    sha256: str
+    layers: int
+    max_length: int
+    precision: str
+
+
 class Ready(Base, frozen=True):
     ready: bool
     documents: int
@@ -53,6 +63,8 @@ class Ready(Base, frozen=True):
     phase_in_force: int | None = None
     """The highest phase a request may use now: `phase` under the kill switch's ceiling; 0 while
     retrieval is disabled (flag `enabled` or the kill switch)."""
+    relevance_model: RelevanceModelInfo | None = None
+    """The relevance model loaded at start-up (`relevance.enabled`); null while it is off."""
 
 
 class NotReady(Base, frozen=True):
@@ -100,6 +112,7 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             semantic_error=semantic.error if semantic else None,
             database=db, decision_policy=st.decision.policy(), calibration=calibration,
             calibration_error=calibration_error, calibration_source=source, calibration_held_out=held_out,
+            relevance_model=RelevanceModelInfo(**st.relevance.info.describe()) if st.relevance else None,
             **_phases(state),
         ),
         status_code=200,
