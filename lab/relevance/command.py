@@ -76,6 +76,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--hard-negatives", type=int, default=mining.hard_negatives)
     p.add_argument("--random-negatives", type=int, default=mining.random_negatives)
     p.add_argument("--layers", type=int, default=training.layers, help="transformer layers kept (1-6)")
+    p.add_argument("--head", choices=("cosine", "linear"), default=training.head,
+                   help="cosine: question and passage pooled apart and compared (starts as the base model's "
+                   "similarity); linear: one output over all tokens")
     p.add_argument("--max-length", type=int, default=training.max_length, help="word pieces per pair")
     p.add_argument("--groups", type=int, default=training.groups, help="most training groups")
     p.add_argument("--batch-groups", type=int, default=training.batch_groups)
@@ -102,7 +105,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     mining = MiningOptions(per_kind=args.per_kind, hard_negatives=args.hard_negatives,
                            random_negatives=args.random_negatives, seed=args.seed)
-    training = TrainOptions(layers=args.layers, max_length=args.max_length, groups=args.groups,
+    training = TrainOptions(layers=args.layers, head=args.head, max_length=args.max_length, groups=args.groups,
                             negatives=args.hard_negatives + args.random_negatives, batch_groups=args.batch_groups,
                             epochs=args.epochs, learning_rate=args.learning_rate, seed=args.seed,
                             max_steps=args.max_steps)
@@ -169,7 +172,7 @@ def build(
     if args.mine_only:
         return {"pairs": counts, "anchors_per_set": available, "seconds": round(time.perf_counter() - started, 1)}
 
-    model = build_model(base, training.layers, training.seed)
+    model = build_model(base, training.layers, training.seed, training.head)
     tokenizer = load_tokenizer(base, training.max_length)
     work: Path = args.work_dir
     work.mkdir(parents=True, exist_ok=True)
@@ -187,7 +190,8 @@ def build(
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         graphs = export_graphs(model, Path(tmp))
         figures = held_out_figures(model, tokenizer, graphs, base, held_out, training)
-        precision = choose_precision(figures, graphs, args.int8_tolerance)
+        precision, why = choose_precision(figures, graphs, args.int8_tolerance)
+        figures["shipped"] = {"precision": precision, "why": why}
         for old in GRAPH_FILES.values():
             (out / old).unlink(missing_ok=True)
         shutil.copyfile(graphs[precision], out / GRAPH_FILES[precision])
@@ -196,7 +200,8 @@ def build(
     manifest = {
         "format": 1,
         "model": {"file": graph.name, "sha256": sha256_file(graph), "bytes": graph.stat().st_size,
-                  "precision": precision, "layers": training.layers, "max_length": training.max_length,
+                  "precision": precision, "layers": training.layers, "head": training.head,
+                  "max_length": training.max_length,
                   "passage": "heading path + opening sentences (service/relevance/passage.py)"},
         "tokenizer": {"file": TOKENIZER_FILE, "sha256": sha256_file(out / TOKENIZER_FILE)},
         "recipe": {
@@ -323,12 +328,16 @@ def _provisional_dir(graph: Path, base: Path, training: Any) -> Path:
     return folder
 
 
-def choose_precision(figures: dict[str, Any], graphs: dict[str, Path], tolerance: float) -> str:
-    """int8 when it fits and holds fp32's held-out top-1 within `tolerance`, else fp32."""
+def choose_precision(figures: dict[str, Any], graphs: dict[str, Path], tolerance: float) -> tuple[str, str]:
+    """(precision, why): int8 when it holds fp32's held-out top-1 within `tolerance`; else fp32
+    where it fits the size limit; else int8 all the same (fp32 cannot ship), saying so."""
     int8, fp32 = figures["onnx-int8"], figures["onnx-fp32"]
-    if graphs["int8"].stat().st_size <= MAX_SHIPPED_BYTES and int8["top1"] >= fp32["top1"] - tolerance:
-        return "int8"
-    return "fp32"
+    if int8["top1"] >= fp32["top1"] - tolerance:
+        return "int8", f"int8 holds fp32's held-out top-1 within {tolerance:g}"
+    if graphs["fp32"].stat().st_size <= MAX_SHIPPED_BYTES:
+        return "fp32", f"int8 loses more than {tolerance:g} of fp32's held-out top-1"
+    return "int8", (f"int8 loses more than {tolerance:g} of fp32's held-out top-1, but fp32 is over "
+                    f"{MAX_SHIPPED_BYTES // 2**20} MB")
 
 
 def write_sample(path: Path, groups: Sequence[Any], seed: int, size: int = SAMPLE_SIZE) -> None:

@@ -217,6 +217,10 @@ def format_tables(results: Mapping[str, Any]) -> str:
     lines.append("First page right, ROC AUC: " + "; ".join(
         f"{split} (n {v['n']}): model {v['model']:.3f}" + (f", fused score {v['fused_score']:.3f}" if "fused_score" in v else "")
         for split, v in auc.items()))
+    if "model" in results:
+        model = results["model"]
+        lines += ["", f"Model: {model['file']} ({model['layers']} layers, {model['precision']}, sha256 "
+                  f"{model['sha256']}…); resident memory it adds, loaded and run once: {model['memory_mb']} MB."]
     if "timing" in results:
         timing = results["timing"]
         lines += ["", "One forward pass, one thread, median ms over " + f"{timing['cases']} queries (load average "
@@ -242,20 +246,28 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    import onnxruntime  # noqa: F401  (the service has both loaded already: the embedding backend's)
+    import psutil
+    import tokenizers  # noqa: F401
+
     from service.relevance.model import RelevanceModel, RelevanceModelError
 
+    process = psutil.Process()
+    before = process.memory_info().rss
     try:
         model = RelevanceModel(args.model_dir, threads=1)
     except RelevanceModelError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    model.score("warm up", ["the first pass allocates the session's buffers"] * max(DEPTHS))
+    memory_mb = round((process.memory_info().rss - before) / 2**20, 1)
     passages: dict[str, list[str]] = {}
     cases = load_cases(args.candidates, args.queries, settings, model.score, passages)
     if not cases:
         print(f"error: no candidates files in {args.candidates}", file=sys.stderr)
         return 2
     results = evaluate(cases)
-    results["model"] = {"dir": str(args.model_dir), **model.info.describe()}
+    results["model"] = {"dir": str(args.model_dir), **model.info.describe(), "memory_mb": memory_mb}
     results["timing"] = time_forward(model.score, cases, passages)
     text = format_tables(results)
     print(text)

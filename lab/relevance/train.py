@@ -38,15 +38,17 @@ class BaseModelError(ValueError):
 @dataclass(frozen=True)
 class TrainOptions:
     layers: int = 3
+    head: str = "cosine"
+    """`cosine` or `linear` (build_model)."""
     max_length: int = 64
     """Word pieces of question and passage together; longer pairs lose the passage's end."""
-    groups: int = 1600
+    groups: int = 4000
     """Most training groups (a fixed sample of the mined ones, held-out slice excluded)."""
     negatives: int = 3
     """Negatives per group in a step (hard ones first)."""
     batch_groups: int = 8
     epochs: int = 1
-    learning_rate: float = 7e-5
+    learning_rate: float = 4e-5
     warmup_fraction: float = 0.1
     seed: int = 0
     max_steps: int = 0
@@ -97,13 +99,29 @@ def load_tokenizer(base_dir: Path, max_length: int) -> Any:
     return tokenizer
 
 
-def build_model(base_dir: Path, layers: int, seed: int) -> Any:
+HEADS = ("cosine", "linear")
+
+
+def build_model(base_dir: Path, layers: int, seed: int, head: str = "cosine") -> Any:
+    """The cross-encoder: the pair read together by BERT's first `layers` layers, then
+
+    - `cosine`: the question's and the passage's tokens mean-pooled apart and compared,
+      logit = scale × cosine + shift. Before any step this scores as the base model's
+      own similarity does, the pair read jointly; training moves it from there;
+    - `linear`: all tokens mean-pooled, one linear output (the textbook cross-encoder
+      head, which starts from nothing).
+    """
     import torch
     from transformers import BertModel
 
-    class CrossEncoder(torch.nn.Module):
-        """BERT's first layers, mean pooling over the pair's tokens, one linear logit."""
+    if head not in HEADS:
+        raise ValueError(f"head must be one of {HEADS}, not {head!r}")
 
+    def mean(hidden: Any, mask: Any) -> Any:
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+
+    class CrossEncoder(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.bert = BertModel.from_pretrained(str(base_dir), local_files_only=True, add_pooling_layer=False)
@@ -112,21 +130,40 @@ def build_model(base_dir: Path, layers: int, seed: int) -> Any:
             # The word-piece table (most of the weights) stays the base's: a few thousand
             # groups cannot improve 11.7 million numbers, only cost their gradient each step.
             self.bert.embeddings.word_embeddings.weight.requires_grad_(False)
-            self.head = torch.nn.Linear(self.bert.config.hidden_size, 1)
+            self.linear = torch.nn.Linear(self.bert.config.hidden_size, 1) if head == "linear" else None
+            # logit 0 at cosine 0.4, ±6 across cosines 0.1-0.7 (the base model's usual range)
+            self.scale = torch.nn.Parameter(torch.tensor(20.0))
+            self.shift = torch.nn.Parameter(torch.tensor(-8.0))
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            if self.linear is not None:
+                hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                                   token_type_ids=token_type_ids).last_hidden_state
+                return self.linear(mean(hidden, attention_mask)).squeeze(-1)
+            # The base was trained with every token of type 0; the segments are told apart by
+            # the pooling (token_type_ids: 0 question, 1 passage) and the [SEP] between them.
             hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids).last_hidden_state
-            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
-            return self.head(pooled).squeeze(-1)
+                               token_type_ids=torch.zeros_like(token_type_ids)).last_hidden_state
+            question = mean(hidden, attention_mask * (1 - token_type_ids))
+            passage = mean(hidden, attention_mask * token_type_ids)
+            cosine = torch.nn.functional.cosine_similarity(question, passage, dim=-1)
+            return self.scale * cosine + self.shift
 
     torch.manual_seed(seed)
     model = CrossEncoder()
-    with torch.no_grad():  # a small start: the first steps move the head, not the encoder
-        model.head.weight.normal_(0.0, 0.02)
-        model.head.bias.zero_()
+    if model.linear is not None:
+        with torch.no_grad():  # a small start: the first steps move the head, not the encoder
+            model.linear.weight.normal_(0.0, 0.02)
+            model.linear.bias.zero_()
     return model
+
+
+def head_parameters(model: Any) -> list[Any]:
+    """The output's own few numbers: they learn at `HEAD_LEARNING_RATE`, the encoder slower."""
+    return [p for name, p in model.named_parameters() if not name.startswith("bert.") and p.requires_grad]
+
+
+HEAD_LEARNING_RATE = 1e-3
 
 
 def encode(tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -171,7 +208,12 @@ def train(
     batches = plan(groups, options)
     if not batches:
         raise ValueError("no training groups")
-    optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=options.learning_rate, weight_decay=0.01)
+    head = head_parameters(model)
+    encoder = [p for p in model.parameters() if p.requires_grad and all(p is not h for h in head)]
+    optimiser = torch.optim.AdamW([
+        {"params": encoder, "lr": options.learning_rate, "weight_decay": 0.01},
+        {"params": head, "lr": HEAD_LEARNING_RATE, "weight_decay": 0.0},
+    ])
     warmup = max(1, int(len(batches) * options.warmup_fraction))
 
     def rate(step: int) -> float:  # linear warm-up, then linear decay to 0

@@ -1,5 +1,5 @@
 """`python -m lab train-relevance` end to end on a tiny pool (tests/fixtures/relevance-pool):
-mined pairs, one training step of a one-layer model, the ONNX export, and a model
+mined pairs, two training steps of a one-layer model, the ONNX export, and a model
 directory the service's loader accepts; the reserved evaluation sets are never read."""
 
 from __future__ import annotations
@@ -16,16 +16,27 @@ from service.relevance.model import RelevanceModel
 POOL = Path(__file__).resolve().parents[1] / "fixtures" / "relevance-pool"
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("relevance")
+def _train(root: Path, out: str) -> None:
     code = main([
-        "train-relevance", "--pool", str(POOL), "--out", str(root / "model"), "--work-dir", str(root / "work"),
-        "--sample", str(root / "sample.md"), "--layers", "1", "--max-steps", "1", "--groups", "8",
+        "train-relevance", "--pool", str(POOL), "--out", str(root / out), "--work-dir", str(root / "work"),
+        "--sample", str(root / "sample.md"), "--layers", "1", "--max-steps", "2", "--groups", "8",
         "--batch-groups", "4",
     ])
     assert code == 0
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("relevance")
+    _train(root, "model")
     return root
+
+
+def test_a_rerun_reproduces_the_model(trained: Path) -> None:
+    _train(trained, "again")
+    first, second = (json.loads((trained / d / "manifest.json").read_text()) for d in ("model", "again"))
+    assert second["model"] == first["model"], "the same pool and options must give the same file"
+    assert second["recipe"] == first["recipe"]
 
 
 def test_the_command_writes_a_model_the_service_loads(trained: Path) -> None:
