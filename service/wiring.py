@@ -29,7 +29,7 @@ from service.ingest.tokens import default_model_dir, validate_model_dir
 from service.normalize.lexicon import Synonyms, load_synonyms
 from service.operations import Operations
 from service.pipeline import Curate, Pipeline, QueryObserver, SemanticLeg, TierFaults
-from service.relevance.model import RelevanceModel
+from service.relevance.model import MODEL_DIR, RelevanceModel
 from service.scoring.semantic import QueryEmbeddingCache, SemanticSearch
 from service.scoring.tier1_cache import Tier1Cache, load_glossary
 from service.state import AppState, CorpusSnapshot, DecisionStatus, SemanticStatus
@@ -110,7 +110,7 @@ def build_pipeline(
         return model.version if model else None
 
     if st.flags.relevance.enabled:
-        st.relevance = load_relevance_model()
+        st.relevance = load_relevance_model(st.settings.relevance_model or MODEL_DIR)
     st.on_corpus_loaded.append(on_corpus_loaded)
     st.semantic = status
     st.reindex = reindex
@@ -121,10 +121,10 @@ def build_pipeline(
     return pipeline
 
 
-def load_relevance_model() -> RelevanceModel:
-    """The shipped relevance model, its files checked against its manifest (a mismatch stops
-    start-up naming the file: RelevanceModelError). One thread: it would share the cores."""
-    model = RelevanceModel(threads=1)
+def load_relevance_model(model_dir: Path) -> RelevanceModel:
+    """The relevance model, its files checked against its manifest (a mismatch stops start-up
+    naming the file: RelevanceModelError). One thread: it would share the cores."""
+    model = RelevanceModel(model_dir, threads=1)
     log.info("relevance model %s loaded", model.info.describe())
     return model
 
