@@ -119,9 +119,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if not names:
         print(f"error: no set to mine in {args.pool}", file=sys.stderr)
         return 2
+    from service.flags import load_flags
+
+    max_tokens = load_flags(settings.flags_file).chunking.max_tokens
     sets = []
     for name in names:
-        sets.append(read_set(args.pool, name))
+        sets.append(read_set(args.pool, name, max_tokens))
         say(f"read {name}: {len(sets[-1].pages)} pages, {len(sets[-1].chunks)} chunks")
     result = build(args, settings, sets, mining, training, base, base_hashes, started)
     print(json.dumps(result, indent=2))

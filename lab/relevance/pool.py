@@ -22,8 +22,6 @@ DEFAULT_POOL = PROJECT_ROOT.parent / "shared" / "train-corpora"
 RESERVED = frozenset({"starlette-docs", "restic-docs", "prettier-docs", "pinia-docs", "helix-docs", "foam-docs"})
 """Sets kept for labelled evaluation: mining them would leak what the model is judged on."""
 FORBIDDEN_ROOTS = (PROJECT_ROOT / "tests" / "corpora", PROJECT_ROOT / "seeds")
-CHUNK_TOKENS = 450
-"""The service's default `chunking.max_tokens`: the pool is chunked as a corpus is."""
 
 
 class PoolError(ValueError):
@@ -64,8 +62,9 @@ def set_names(pool: Path, only: Sequence[str] = ()) -> list[str]:
     return [n for n in names if n not in RESERVED and (not only or n in only)]
 
 
-def read_set(pool: Path, name: str) -> PoolSet:
-    """One set: its pages with their parse (service.ingest.markdown) and its chunks."""
+def read_set(pool: Path, name: str, max_tokens: int) -> PoolSet:
+    """One set: its pages with their parse (service.ingest.markdown) and its chunks, cut at
+    `max_tokens` (the flag `chunking.max_tokens`: the pool is chunked as a corpus is)."""
     folder = pool / name
     source = (folder / "SOURCE").read_text(encoding="utf-8")
     try:
@@ -75,7 +74,7 @@ def read_set(pool: Path, name: str) -> PoolSet:
         # is left out as `seeding.ignore` leaves it, not the whole set.
         ignore = tuple(e.path.relative_to(folder).as_posix() for e in err.errors)
         pages = parse_corpus(folder, CorpusRules(ignore=ignore))
-    chunker = default_chunker(CHUNK_TOKENS)
+    chunker = default_chunker(max_tokens)
     chunks = [chunk for entry in pages for chunk in chunker(entry.doc)]
     return PoolSet(name=name, folder=folder, commit=_source_field(source, "commit"),
                    repository=_source_field(source, "repository"), pages=pages, chunks=chunks)
