@@ -5,6 +5,8 @@ eval-kinds   ranking quality per query kind on a labelled set (lab/evaluation/ki
 bench        latency, throughput and scale (lab/bench/)
 load         a loopback HTTP load generator against a running server (lab/loadgen.py)
 adapt-model  fine-tune the embedding model on pairs mined from the corpus (lab/adapt/)
+train-relevance  train the relevance model on pairs mined from the training pool (lab/relevance/)
+eval-relevance   rerank phase 3's candidates with the relevance model, offline (lab/relevance/evaluate.py)
 
 Each command module registers its subparser and sets `handler(args, settings)`,
 as the service's own commands do (service/__main__.py).
@@ -61,12 +63,26 @@ def _add_adapt_model(sub: Any) -> None:
     command.add_parser(sub)
 
 
+def _add_train_relevance(sub: Any) -> None:
+    from lab.relevance import command
+
+    command.add_parser(sub)
+
+
+def _add_eval_relevance(sub: Any) -> None:
+    from lab.relevance import evaluate
+
+    evaluate.add_parser(sub)
+
+
 COMMANDS: dict[str, Callable[[Any], None]] = {
     "eval": _add_eval,
     "eval-kinds": _add_eval_kinds,
     "bench": _add_bench,
     "load": _add_load,
     "adapt-model": _add_adapt_model,
+    "train-relevance": _add_train_relevance,
+    "eval-relevance": _add_eval_relevance,
 }
 
 

@@ -375,6 +375,12 @@ class ConversationFlags(_Flags, frozen=True):
     """A clarification older than this is refused as `reply_to` (400 "expired")."""
 
 
+class RelevanceFlags(_Flags, frozen=True):
+    enabled: bool = False
+    """Load the relevance model (service/relevance/) at start-up, its sha256 checked, and name
+    it in /ready. Off until it is shown to pay (docs/quality/relevance-model.md)."""
+
+
 class Flags(_Flags, frozen=True):
     enabled: bool = True
     phase: Phase = 3
@@ -396,6 +402,7 @@ class Flags(_Flags, frozen=True):
     review: ReviewFlags = ReviewFlags()
     insights: InsightsFlags = InsightsFlags()
     conversation: ConversationFlags = ConversationFlags()
+    relevance: RelevanceFlags = RelevanceFlags()
 
     def __post_init__(self) -> None:
         # HNSW returns at most ef_search neighbours: a larger pool could not fill.
@@ -646,6 +653,7 @@ FLAG_MEANINGS: dict[str, str] = {
     "insights.question_match_rate_min": "keyword match rate on natural-language questions",
     "insights.min_samples": "fewer queries (or reviews) in the window: no verdict",
     "conversation.reply_ttl_s": 'a clarification older than this is refused as reply_to (400 "expired")',
+    "relevance.enabled": "load the relevance model (a cross-encoder, service/relevance/model/; [Relevance model](quality/relevance-model.md)) and name it in /ready; nothing ranks or decides with it yet; read at start-up",
 }
 """What each flag does, for the generated table (links are relative to docs/). The seed
 rules' thresholds `phases.<keyword|chunks|hybrid>.*` share one meaning each (below)."""

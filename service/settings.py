@@ -40,6 +40,9 @@ class Settings:
     golden_dir: Path = PROJECT_ROOT / "tests" / "golden"
     """Golden-query files the console's replay offers (GOLDEN_DIR)."""
     embedding_model: str | None = None
+    relevance_model: Path | None = None
+    """RELEVANCE_MODEL: a model directory `python -m lab train-relevance --out` wrote; unset:
+    the one shipped in service/relevance/model/ (loaded only where `relevance.enabled`)."""
     log_level: str = "INFO"
     db_connect_timeout: float = 300.0
     """Seconds start-up keeps retrying an unreachable database before giving up."""
@@ -135,6 +138,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         migrations_dir=_path(env, "MIGRATIONS_DIR"),
         golden_dir=_path(env, "GOLDEN_DIR"),
         embedding_model=_str(env, "EMBEDDING_MODEL"),
+        relevance_model=_path(env, "RELEVANCE_MODEL"),
         log_level=log_level,
         db_connect_timeout=_float(env, "DB_CONNECT_TIMEOUT"),
         seed_on_start=_bool(env, "SEED_ON_START"),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from service.db.supervisor import DatabaseSupervisor
     from service.ingest.indexer import IndexReport
     from service.ingest.seeder import Chunker, SeedReport
+    from service.relevance.model import RelevanceModel
     from service.scoring.semantic import SemanticLeg
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,8 @@ class AppState:
     """The decision policy and its fitted file (set by service/wiring.py)."""
     jobs: JobStore = field(init=False)
     """Long admin work (reindex, seed, decision fits) as jobs in PostgreSQL."""
+    relevance: RelevanceModel | None = None
+    """The relevance model, loaded at start-up where `relevance.enabled` (service/wiring.py)."""
 
     def __post_init__(self) -> None:
         self.jobs = JobStore(corpus=self.settings.seeds_dir.name)

@@ -2,7 +2,8 @@
 
 Start-up: the glossary and synonyms are read (a malformed file stops
 start-up), the embedding model directory is checked (a missing model stops
-start-up with its path named), and the weights load in the background.
+start-up with its path named), and the weights load in the background. Where
+`relevance.enabled`, the relevance model loads now (its hash checked first).
 After every corpus reload: the keyword indexes are rebuilt in memory, then
 chunks without a current vector are embedded (incremental indexing).
 """
@@ -28,6 +29,7 @@ from service.ingest.tokens import default_model_dir, validate_model_dir
 from service.normalize.lexicon import Synonyms, load_synonyms
 from service.operations import Operations
 from service.pipeline import Curate, Pipeline, QueryObserver, SemanticLeg, TierFaults
+from service.relevance.model import MODEL_DIR, RelevanceModel
 from service.scoring.semantic import QueryEmbeddingCache, SemanticSearch
 from service.scoring.tier1_cache import Tier1Cache, load_glossary
 from service.state import AppState, CorpusSnapshot, DecisionStatus, Say, SemanticStatus
@@ -109,6 +111,8 @@ def build_pipeline(
         model = decider.active_calibration() or decider.own
         return model.version if model else None
 
+    if st.flags.relevance.enabled:
+        st.relevance = load_relevance_model(st.settings.relevance_model or MODEL_DIR)
     st.on_corpus_loaded.append(on_corpus_loaded)
     st.semantic = status
     st.reindex = reindex
@@ -128,6 +132,14 @@ def _both(say: Say | None) -> Say:
         say(line)
 
     return both
+
+
+def load_relevance_model(model_dir: Path) -> RelevanceModel:
+    """The relevance model, its files checked against its manifest (a mismatch stops start-up
+    naming the file: RelevanceModelError). One thread: it would share the cores."""
+    model = RelevanceModel(model_dir, threads=1)
+    log.info("relevance model %s loaded", model.info.describe())
+    return model
 
 
 async def load_embedder(status: SemanticStatus) -> Any:

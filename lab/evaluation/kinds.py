@@ -13,8 +13,8 @@ Reported per kind and split (dev / test, `split_of`). Out-of-domain and
 ambiguous cases have no single right page: they measure the decision
 (`eval-decisions`), not the ranking, and are left out here.
 
-The corpus is the set's `corpus` (seed: SEEDS_DIR; logseq-docs:
-tests/corpora/logseq-docs; `--seeds-dir` overrides), indexed into its own
+The corpus is the set's `corpus` (seed: SEEDS_DIR; any other: tests/corpora/<corpus>;
+`--seeds-dir` overrides), indexed into its own
 database `eval_kinds_<corpus>` with the seeder's parser and chunker and the
 service's indexer (vectors cached on disk like `eval`). Phases run through
 the same parts as `eval`: the keyword indexes (phases 1-2) and
@@ -41,7 +41,8 @@ DEPTH = 10
 # Keyword weights tried by `--fusion-ceiling` (semantic = 1 - keyword): no choice of fusion weight
 # per query, however it is predicted, ranks better than the best of these for that query.
 CEILING_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
-CORPORA: Mapping[str, Path] = {"logseq-docs": PROJECT_ROOT / "tests" / "corpora" / "logseq-docs"}
+TEST_CORPORA = PROJECT_ROOT / "tests" / "corpora"
+CORPORA: Mapping[str, Path] = {"logseq-docs": TEST_CORPORA / "logseq-docs"}
 
 
 def say(line: str) -> None:
@@ -105,6 +106,17 @@ def summarise(
     return out
 
 
+def page_best_chunks(evidence: Iterable[Any], depth: int = DEPTH) -> list[tuple[str, int | None, float]]:
+    """Distinct pages in order, each with its best chunk's index (None at phase 1) and score."""
+    out: dict[str, tuple[str, int | None, float]] = {}
+    for e in evidence:
+        if e.doc_slug not in out:
+            out[e.doc_slug] = (e.doc_slug, e.chunk_index, float(e.score))
+            if len(out) == depth:
+                break
+    return list(out.values())
+
+
 def page_ranking(slugs: Iterable[str], depth: int = DEPTH) -> list[str]:
     """Distinct pages in order of their best chunk."""
     out: list[str] = []
@@ -124,24 +136,35 @@ class KindSession:
         self.pool = pool
         self.embedder = embedder
 
-    async def rank(self, text: str, flags: Flags, phase: int) -> list[str]:
+    async def evidence(self, text: str, flags: Flags, phase: int) -> Sequence[Any]:
+        """The phase's ranked evidence (documents at phase 1, chunks after), best first."""
         pipeline = self.pipeline
         query, notes = pipeline.normalise(text, flags)
         indexes = pipeline.require_indexes()
+        found: Sequence[Any]
         if phase == 1:
-            evidence = indexes.documents.search(
+            found = indexes.documents.search(
                 query.tokens, limit=DEPTH, lexical=flags.lexical, identifiers=query.identifiers)
         elif phase == 2:
-            evidence = indexes.chunks.search(
+            found = indexes.chunks.search(
                 query.tokens, limit=len(indexes.chunks.units), lexical=flags.lexical, identifiers=query.identifiers)
         else:
-            evidence = (await pipeline.hybrid().retrieve(query, flags, notes=notes)).fused
-        return page_ranking(e.doc_slug for e in evidence)
+            found = (await pipeline.hybrid().retrieve(query, flags, notes=notes)).fused
+        return found
+
+    async def rank(self, text: str, flags: Flags, phase: int) -> list[str]:
+        return page_ranking(e.doc_slug for e in await self.evidence(text, flags, phase))
 
     async def rankings(
         self, cases: Sequence[LabelledQuery], flags: Flags, phase: int
     ) -> dict[str, list[str]]:
         return {case.id: await self.rank(case.query, flags, phase) for case in cases}
+
+    async def best_chunks(
+        self, cases: Sequence[LabelledQuery], flags: Flags, phase: int
+    ) -> dict[str, list[tuple[str, int | None, float]]]:
+        """Per case, each page of the ranking with the chunk that ranked it (its best) and its score."""
+        return {case.id: page_best_chunks(await self.evidence(case.query, flags, phase)) for case in cases}
 
     async def fusion_ceiling(self, cases: Sequence[LabelledQuery], flags: Flags) -> dict[str, dict[str, list[str]]]:
         """Phase 3 rankings under the flags, the keyword leg alone, the semantic leg alone, and
@@ -206,9 +229,11 @@ async def open_session(
 
 
 def corpus_dir(corpus: str, settings: Settings, override: Path | None) -> Path:
+    """`--seeds-dir`, else the labelled set's corpus under tests/corpora, else SEEDS_DIR (`seed`)."""
     if override is not None:
         return override
-    return CORPORA.get(corpus, settings.seeds_dir)
+    vendored = TEST_CORPORA / corpus
+    return CORPORA.get(corpus, vendored if corpus != "seed" and vendored.is_dir() else settings.seeds_dir)
 
 
 async def run_kinds(
@@ -222,10 +247,11 @@ async def run_kinds(
         results: dict[str, Any] = {"corpus": corpus, "phases": {}}
         for phase in phases:
             t0 = time.perf_counter()
-            rankings = await session.rankings(wanted, flags, phase)
+            best = await session.best_chunks(wanted, flags, phase)
+            rankings = {case_id: [slug for slug, _, _ in pages] for case_id, pages in best.items()}
             say(f"phase {phase}: {len(wanted)} queries in {time.perf_counter() - t0:.1f}s")
             results["phases"][str(phase)] = summarise(wanted, rankings)
-            results.setdefault("cases", {})[str(phase)] = case_rows(wanted, rankings)
+            results.setdefault("cases", {})[str(phase)] = case_rows(wanted, rankings, best)
         if fusion_ceiling:
             rows = await session.fusion_ceiling(wanted, flags)
             results["ceiling"] = {name: summarise(wanted, ranked) for name, ranked in rows.items()}
@@ -235,14 +261,23 @@ async def run_kinds(
     return results
 
 
-def case_rows(cases: Sequence[LabelledQuery], rankings: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
-    """Per case: its ranking and the rank of its first right page (None: not in the first ten)."""
-    return [
-        {"id": case.id, "split": case.split, "kind": case.kind, "query": case.query,
-         "pages": list(case.pages), "rank": first_relevant_rank(rankings[case.id], case.pages),
-         "ranking": list(rankings[case.id][:5])}
-        for case in cases
-    ]
+def case_rows(
+    cases: Sequence[LabelledQuery], rankings: Mapping[str, Sequence[str]],
+    best: Mapping[str, Sequence[tuple[str, int | None, float]]] | None = None,
+) -> list[dict[str, Any]]:
+    """Per case: its ranking and the rank of its first right page (None: not in the first ten);
+    with `best`, the index of the chunk that ranked each of those five pages (what a reranker
+    reads of the page: lab/relevance/evaluate.py) and its score."""
+    rows: list[dict[str, Any]] = []
+    for case in cases:
+        row: dict[str, Any] = {"id": case.id, "split": case.split, "kind": case.kind, "query": case.query,
+               "pages": list(case.pages), "rank": first_relevant_rank(rankings[case.id], case.pages),
+               "ranking": list(rankings[case.id][:5])}
+        if best is not None:
+            row["chunks"] = [index for _, index, _ in best[case.id][:5]]
+            row["scores"] = [round(score, 6) for _, _, score in best[case.id][:5]]
+        rows.append(row)
+    return rows
 
 
 def format_kinds(results: Mapping[str, Any]) -> str:

