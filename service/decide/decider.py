@@ -24,7 +24,7 @@ grid of operating points without running the service again; a test holds the two
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -270,7 +270,19 @@ def _calibrated(
     """`signals`: `features_of` the same ranking."""
     phase_model = model.phases[str(phase)]
     p = probability(phase_model, signals)
-    return decide_calibrated(ranking, query, p, explain(phase_model, signals, p), flags.at(phase))
+    point = flags.at(phase)
+    if nothing_similar(signals, point):
+        return NoMatch(message=clarify.NO_MATCH, reason=NOTHING_SIMILAR, confidence=round(p, 4))
+    return decide_calibrated(ranking, query, p, explain(phase_model, signals, p), point)
+
+
+NOTHING_SIMILAR = "calibrated_nothing_similar"
+
+
+def nothing_similar(features: Mapping[str, float], point: DecisionPoint) -> bool:
+    """Phase 3: no chunk of the corpus is near the query (`decision.nothing_similar_below`), so the
+    keyword leg's matches on stray words (`{0} %s`, `<script>`) are not a page about it."""
+    return bool(features["top_similarity"] < point.nothing_similar_below)
 
 
 def multi_intent_on(ranking: Sequence[Evidence], multi: Answer) -> Answer:
@@ -329,6 +341,8 @@ def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[s
     f = run.features
     ranked = run.ranked
     if run.reason == names.REASON or not ranked or f["top_score"] <= 0 or f["tokens"] == 0:
+        return "no_match", (), ()
+    if nothing_similar(f, point):  # phase 3 only: other phases' points have no floor
         return "no_match", (), ()
     action = choose(p, score_ratio=f["score_ratio"], has_second=len(ranked) > 1, point=point)
     if action == "no_match":  # the closest pages offered

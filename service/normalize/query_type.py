@@ -29,6 +29,15 @@ QUESTION_WORDS = frozenset(
     }
 )  # fmt: skip
 NATURAL_MIN_WORDS = 4
+"""Distinct words that make a sentence (a word typed a hundred times is still one word)."""
+_HOW_TO_FRAME = re.compile(
+    r"^(?:how\s+(?:do|can|could|should|would|will)\s+(?:i|we|you)|how\s+to"
+    r"|is\s+(?:it\s+possible|there\s+a\s+way)\s+to|i\s+(?:want|need|would\s+like)\s+to|help\s+me(?:\s+to)?)\s+",
+    re.IGNORECASE,
+)
+"""How a user asks to be shown how, not what they ask about: "how do I remove a widget" is
+typed as "remove a widget" would be, so the frame alone never changes how a query is weighed
+and decided (issue 40: adding "how do I" to a term must not decide worse than the term)."""
 
 
 def detect_query_type(raw_query: str) -> QueryType:
@@ -37,7 +46,8 @@ def detect_query_type(raw_query: str) -> QueryType:
     exact: a quoted string, an ALL_CAPS token (unless the whole query is shouted),
     camelCase, or a code-like token (snake_case, `a.b()`, `/path`, `--flag`).
     semantic: a question (ends with "?" or starts with a question word) or a
-    natural sentence of 4+ words. Otherwise mixed. Exact wins over semantic:
+    natural sentence of 4+ distinct words; after a how-to frame ("how do I", "how to",
+    "I want to") only the rest counts. Otherwise mixed. Exact wins over semantic:
     "what does DOC_RETRIEVAL_PHASE do?" needs the literal term.
     """
     text = raw_query.strip()
@@ -52,9 +62,12 @@ def detect_query_type(raw_query: str) -> QueryType:
         or (not shouted and _ALL_CAPS.search(text))
     ):
         return "exact"
+    frame = _HOW_TO_FRAME.match(text)
+    if frame:
+        text = text[frame.end():].rstrip(" ?")
     words = _WORD.findall(text)
-    if text.endswith("?") or (words and words[0].lower() in QUESTION_WORDS):
+    if not frame and (text.endswith("?") or (words and words[0].lower() in QUESTION_WORDS)):
         return "semantic"
-    if len(words) >= NATURAL_MIN_WORDS:
+    if len({w.lower() for w in words}) >= NATURAL_MIN_WORDS:
         return "semantic"
     return "mixed"

@@ -17,20 +17,23 @@ import Stemmer  # PyStemmer: Snowball stemmers in C
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _APOSTROPHES = re.compile(r"['\u2019\u02bc]")
+_TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+"""An ANSI/VT100 control sequence (CSI: colours, cursor moves), as pasted from a terminal."""
 
 
 def clean(raw: str) -> str:
-    """NFKC-normalise, drop invisible format characters, turn controls into spaces, trim.
+    """NFKC-normalise, drop control and invisible format characters, trim.
 
-    Control characters (NUL, escapes) and format characters (zero-width
+    Control characters (NUL, bell, escapes) and format characters (zero-width
     spaces, bidi overrides) carry no meaning in a query and could corrupt
-    logs.  Controls become spaces (they separate words, like tabs); format
-    characters are invisible inside words ("work\u200bspace"), so they vanish.
+    logs: they vanish, as they are invisible inside a word ("work\x00space",
+    "work\u200bspace"), and so do terminal colour codes pasted with text
+    ("\x1b[31mhome"). Whitespace controls (tab, newline) separate words: spaces.
     """
-    text = unicodedata.normalize("NFKC", raw)
+    text = _TERMINAL_ESCAPE.sub("", unicodedata.normalize("NFKC", raw))
     kept = [
-        "" if unicodedata.category(ch) == "Cf"
-        else " " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch.isspace()
+        " " if ch.isspace() or unicodedata.category(ch) in ("Zl", "Zp")
+        else "" if unicodedata.category(ch) in ("Cf", "Cc")
         else ch
         for ch in text
     ]

@@ -342,4 +342,4 @@ def test_ui_widgets_and_messages_are_rendered_in_order_and_cleaned() -> None:
         "## UI context\nScreen: workspace\nEntry: Thesis\nWorkspace: Chapter 3\nOpen panels: Navigator, Chat"
     )
     assert section(result, WIDGET_STATES) == "## Widget states\n- Recent: 3 notes\nopened today"
-    assert section(result, RECENT_MESSAGES) == "## Recent messages\nuser: hi [31m\nassistant: Hello."
+    assert section(result, RECENT_MESSAGES) == "## Recent messages\nuser: hi\nassistant: Hello."  # colour code gone

@@ -54,7 +54,9 @@ def test_known_terms_are_not_stemmed() -> None:
 
 
 def test_clean_strips_control_characters_and_trims() -> None:
-    assert clean("  work\x00space\u202e\n\tnotes  ") == "work space notes"
+    # Controls vanish inside a word as format characters do; tabs and newlines still separate words.
+    assert clean("  work\x00space\u202e\n\tnotes  ") == "workspace notes"
+    assert clean("work\x07space\x1b[31m home\x1b[0m") == "workspace home"  # terminal colours pasted
 
 
 def test_lowercase_words_strips_punctuation_and_apostrophes() -> None:
