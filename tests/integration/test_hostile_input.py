@@ -41,6 +41,7 @@ class Hostile:
     fragment: str = ""  # must appear in the 4xx error message
     decision: str = ""  # a 200's decision, as a user reading the query would expect it
     top: str | None = None  # the first result's page; None: no results at all
+    same_as: bytes = b""  # instead of decision/top: a 200 must be what this plain request gets
     known_failure: str = ""  # the service is wrong today (strict xfail)
     known_failure_under: dict[str, str] = field(default_factory=dict)  # ... under that decision.policy only
 
@@ -67,12 +68,10 @@ CASES: list[Hostile] = [
     Hostile("whitespace-only query", _q(" \t\n\u3000 "), "4xx", fragment="1–500 characters"),
     Hostile("control-only query", _q("\x00\x01\x1b\u200b\u202e"), "4xx", fragment="1–500 characters"),
     Hostile("501 characters", _q("a" * (MAX_QUERY_CHARS + 1)), "4xx", fragment="1–500 characters"),
-    Hostile("500 characters padded", _q("  " + "home " * 100 + "  "), "200", decision="clarify", top="concepts/home",
-            known_failure_under={"calibrated": "\"home\" a hundred times gets no match where the seed plan asks Home or "
-                                 "Dashboard: the default no longer asks between pages a synonym names"}),
+    # Padding and repetition change nothing: the user gets what "home" gets.
+    Hostile("500 characters padded", _q("  " + "home " * 100 + "  "), "200", same_as=_q("home")),
     # One limit, on the cleaned query (issue 14 item 9): padding is not counted.
-    Hostile("2001 raw characters", _q(" " * 2001 + "home"), "200", decision="clarify", top="concepts/home",
-            known_failure_under={"calibrated": "\"home\" is answered with Home without offering the Dashboard the seed plan asks about: the default no longer asks between pages a synonym names (that rule did not pay on six corpora)"}),
+    Hostile("2001 raw characters", _q(" " * 2001 + "home"), "200", same_as=_q("home")),
     Hostile("2001 visible characters", _q("a" * 2001), "4xx", fragment="1–500 characters"),
     Hostile("1 MiB body", _q("a" * 2**20), "4xx", fragment="Request Entity Too Large"),
     Hostile("1 MiB body names the limit", _q("a" * 2**20), "4xx", fragment=f"larger than {MAX_BODY_BYTES} bytes"),
@@ -81,29 +80,32 @@ CASES: list[Hostile] = [
       for depth in (MAX_JSON_DEPTH + 1, 1_000, 2_000, 5_000)),
     # bytes and characters
     Hostile("invalid UTF-8", b'{"query": "caf\xe9 \xff\xfe"}', "4xx"),
-    Hostile("NUL and control characters", _q("work\x00space\x07 \x1b[31mhome"), "200",
-            decision="clarify", top="concepts/workspace",
-            known_failure="the NUL splits work|space into two words (the README says control characters "
-            "are stripped), and the service then asks about Notes"),
+    # Characters nobody sees change nothing: control characters and a terminal's colour codes
+    # vanish (the README says they are stripped), and so do bidi overrides.
+    Hostile("NUL and control characters", _q("work\x00space\x07 \x1b[31mhome"), "200", same_as=_q("workspace home")),
     Hostile("right-to-left override", _q("\u202eecapskrow\u202c explain workspace"), "200",
-            decision="clarify", top="concepts/workspace",
-            known_failure_under={"calibrated": "no_match: the user asked to explain the workspace, the "
-                                 "reversed word beside it should not hide Workspace"}),
+            same_as=_q("ecapskrow explain workspace")),
     Hostile("Arabic and Hebrew", _q("ما هو workspace שלום"), "200", decision="clarify", top="concepts/workspace",
             known_failure="phases 1 and 2 ask about Workspace (as for \"workspace shalom\"); phase 3 "
-            "turns that into no_match"),
+            "declines, offering Workspace Actions and Workspace as the closest matches: three of the four "
+            "words are in scripts the corpus does not use, and p falls under the no-match point"),
     Hostile("combining characters", _q("wo\u0301rkspa\u0327ce" + "\u0301" * 200), "200", decision="no_match"),
     Hostile("emoji", _q("🏠 what is home 👩‍👩‍👧‍👦🔥"), "200", decision="answer", top="concepts/home"),
     Hostile("NFKC expansion", _q("\ufdfa" * 30), "4xx", fragment="1–500 characters"),
     # injection-shaped text: plain text to us
     Hostile("SQL drop table", _q("'; DROP TABLE docs_knowledge; --"), "200", decision="no_match",
             known_failure_under={"calibrated": "asks 'Navigator or Notes?' for a query about no page of "
-                                 "the help"}),
+                                 "the help: 'drop' is a word of the help (drag and drop), the chunks' best "
+                                 "cosine is 0.30 (many in-domain questions score lower), and the unknown "
+                                 "name docs_knowledge alone is not a no match when other words match"}),
     Hostile("SQL meta-characters", _q("home' OR '1'='1\" ; -- /* */ %_ \\"), "200", decision="clarify", top="concepts/home"),
     Hostile("regex meta-characters", _q(r"(a+)+$ .* [^] \d{99999} (?=x) | \\"), "200", decision="no_match"),
-    Hostile("format-string", _q("{0} %s %n ${jndi:ldap://x} {{7*7}}"), "200", decision="no_match",
-            known_failure_under={"calibrated": "this gibberish is answered with a page: without the unknown-word rule "
-                                 "(it did not pay on six corpora) p alone judges it, and p is high enough"}),
+    Hostile("format-string", _q("{0} %s %n ${jndi:ldap://x} {{7*7}}"), "200", decision="no_match"),
+    Hostile("pasted markup", _q("<script>alert(1)</script>"), "200", decision="no_match",
+            known_failure_under={"calibrated": "answered with Notes: 'script' is a word of the help and the "
+                                 "chunks' best cosine, 0.17, is over decision.nothing_similar_below (0.15; "
+                                 "raising it to 0.2 would decline 8 of 1,956 in-domain labelled questions)"}),
+    Hostile("printf placeholders", _q("%s %d {} {{x}}"), "200", decision="no_match"),
     Hostile("very long single token", _q("w" * 500), "200", decision="no_match"),
     Hostile("many long tokens", _q(" ".join(["workspaceee" * 4] * 11)), "200", decision="no_match",
             known_failure_under={"seed_rules": "no word of the query is in the corpus (phases 1 and 2: "
@@ -114,8 +116,7 @@ CASES: list[Hostile] = [
     Hostile("top_k negative", _q("home", top_k=-1), "4xx"),
     Hostile("top_k huge", _q("home", top_k=10**30), "4xx"),
     Hostile("top_k as string", _q("home", top_k="3"), "4xx"),
-    Hostile("top_k as integral float", _q("home", top_k=3.0), "200", decision="clarify", top="concepts/home",
-            known_failure_under={"calibrated": "\"home\" is answered with Home without offering the Dashboard the seed plan asks about: the default no longer asks between pages a synonym names (that rule did not pay on six corpora)"}),  # JSON Schema: 3.0 is an integer
+    Hostile("top_k as integral float", _q("home", top_k=3.0), "200", same_as=_q("home", top_k=3)),  # JSON Schema: 3.0 is an integer
     Hostile("top_k as fraction", _q("home", top_k=2.5), "4xx"),
     Hostile("phase 0", _q("home", phase=0), "4xx"),
     Hostile("phase 4", _q("home", phase=4), "4xx"),
@@ -163,11 +164,16 @@ async def test_hostile_retrieve(service_client: Any, fingerprint_before: str, ca
     response = await service_client.post("/retrieve", content=case.body, headers=case.headers or JSON)
     assert response.status_code < 500, response.text
     if case.expect == "200":
-        assert case.decision, "a 200 row states the decision a user should get"
+        assert case.decision or case.same_as, "a 200 row states the decision a user should get"
         assert response.status_code == 200, response.text
         body = response.json()
         assert body["request_id"] and isinstance(body["results"], list)
         slugs = [r["doc_slug"] for r in body["results"]]
+        if case.same_as:
+            plain = (await service_client.post("/retrieve", content=case.same_as, headers=JSON)).json()
+            assert (body["status"], slugs, body["options"], body["message"]) == (
+                plain["status"], [r["doc_slug"] for r in plain["results"]], plain["options"], plain["message"])
+            return
         assert (body["status"], slugs[0] if slugs else None) == (case.decision, case.top), body["message"]
         if case.decision == "no_match":  # issue 40: no question it offers nothing to answer
             assert body["message"] and (body["options"] or not body["message"].endswith("?")), body

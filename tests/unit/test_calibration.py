@@ -241,7 +241,8 @@ def test_a_portable_fit_ignores_the_corpus_scaled_signals_and_decides_with_its_o
     only_answer = msgspec.structs.replace(DecisionFlags(), answer_p=(0.6, 0.6, 0.6))
     assert model.points(only_answer).at(2) == DecisionPoint(answer_p=0.6, no_match_p=0.2, ambiguity_ratio=0.9)
     own = msgspec.structs.replace(model, portable=False, pages_fingerprint=pages_fingerprint(["a/x"]))
-    assert own.points(DecisionFlags()).at(3) == DecisionPoint(answer_p=0.7, no_match_p=0.1, ambiguity_ratio=0.85)
+    assert own.points(DecisionFlags()).at(3) == DecisionPoint(
+        answer_p=0.7, no_match_p=0.1, ambiguity_ratio=0.85, nothing_similar_below=DecisionFlags().nothing_similar_below)
     assert own.fits(pages_fingerprint(["a/x"])) and not own.fits(pages_fingerprint(["b/y"]))
 
 
@@ -263,6 +264,39 @@ def test_under_calibrated_a_page_s_title_is_one_signal_not_an_answer_of_its_own(
                   features=signals.features)
     assert replayed_status(run, 0.05, T) == ("no_match", (), ("concepts/home", "concepts/dashboard"))
     assert replayed_status(run, 0.95, T) == ("clarify", signals.ranking, signals.ranking[:2])  # level: asks
+
+
+@pytest.mark.parametrize(("top_similarity", "expected"), [(0.09, "no_match"), (0.6, "answer")])
+def test_at_phase_3_nothing_near_the_query_is_a_no_match_however_sure_p_is(
+    top_similarity: float, expected: str,
+) -> None:
+    """A format string matches stray words ('{0} %s' -> '0', 's') with a confident p; when no chunk
+    is near it (decision.nothing_similar_below) the service declines, saying plainly it found
+    nothing, and the fit's replay does the same; at phases 1-2 there is no cosine to judge."""
+    from service.decide.decider import NOTHING_SIMILAR, _calibrated, replayed_status
+    from service.evaluation.decision_metrics import CaseRun
+
+    ranking = [ev("concepts/home", 1.0, "Home > Start")]
+    phase3 = DecisionPoint(answer_p=0.7, no_match_p=0.2, ambiguity_ratio=0.9,
+                           nothing_similar_below=DecisionFlags().nothing_similar_below)
+    features = dict.fromkeys(FEATURES, 0.0) | {"top_score": 1.0, "tokens": 1.0, "top_similarity": top_similarity}
+    run = CaseRun(case_id="c", phase=3, policy="seed_rules", status="answer", reason="r", shown=(),
+                  ranked=("concepts/home",), options=(), features=features)
+    assert replayed_status(run, 0.99, phase3)[0] == expected
+    assert replayed_status(run, 0.99, T)[0] == "answer"  # phases 1-2: no floor
+    flags = msgspec.structs.replace(DecisionFlags(), answer_p=(0.7,) * 3, no_match_p=(0.2,) * 3,
+                                    ambiguity_ratio=(0.9,) * 3)
+    sure = CalibrationModel(
+        format=2, version="v", corpus="c", corpus_fingerprint="f", pages_fingerprint="", features=FEATURES,
+        phases={str(n): PhaseModel(intercept=5.0, coef=(0.0,) * len(FEATURES), mean=(0.0,) * len(FEATURES),
+                                   scale=(1.0,) * len(FEATURES)) for n in (1, 2, 3)},
+        answer_p=(0.7,) * 3, no_match_p=(0.2,) * 3, ambiguity_ratio=(0.9,) * 3, library="t", query_set="q",
+        fitted_at="now")
+    decision = _calibrated(sure, flags, 3, Q, ranking, features)
+    assert (type(decision).__name__, decision.reason == NOTHING_SIMILAR) == (
+        ("NoMatch", True) if expected == "no_match" else ("Answer", False))
+    if expected == "no_match":
+        assert not decision.options and not decision.message.endswith("?")
 
 
 def test_held_out_p_is_not_over_confident_where_the_fit_memorises_its_dev_cases() -> None:

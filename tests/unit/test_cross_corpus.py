@@ -35,7 +35,8 @@ def fit_answering(always: bool) -> CalibrationModel:
 def corpus(name: str) -> CorpusRuns:
     """One answerable question whose first page is right, one out-of-domain question; the seed
     rules asked about the first and answered the second."""
-    features = dict.fromkeys(FEATURES, 0.0) | {"top_score": 1.0, "tokens": 2.0, "score_ratio": 0.2}
+    features = dict.fromkeys(FEATURES, 0.0) | {"top_score": 1.0, "tokens": 2.0, "score_ratio": 0.2,
+                                                   "top_similarity": 0.6}  # a phase-3 run found near chunks
     question = LabelledQuery(id=held_out_id(name), query="how do I x", kind="question", decision="answer", pages=(f"{name}/x",))
     outside = LabelledQuery(id=held_out_id(name), query="weather", kind="out_of_domain", decision="no_match")
     runs = []

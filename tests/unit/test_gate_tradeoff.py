@@ -40,7 +40,7 @@ def corpus(name: str, cases: list[tuple[float, bool]]) -> CorpusRuns:
                              pages=(f"{name}/x",))
         ranked = (f"{name}/x", f"{name}/y") if right else (f"{name}/y", f"{name}/x")
         features = dict.fromkeys(FEATURES, 0.0) | {"top_score": 1.0, "tokens": 3.0, "score_ratio": 0.1,
-                                                   "top_raw": logit(p)}
+                                                   "top_raw": logit(p), "top_similarity": 0.6}
         labelled.append(case)
         runs.append(CaseRun(case_id=case.id, phase=3, policy="seed_rules", status="answer", reason="r",
                             shown=ranked, ranked=ranked, options=(), features=features))
