@@ -57,7 +57,7 @@ from service.evaluation.decision_metrics import (
 from service.evaluation.grid_replay import GridReplay, Group, groups_of
 from service.evaluation.harness import database_name, load_cached_embedder, prepare_database, say
 from service.evaluation.labelled import SPLITS, LabelledQuery
-from service.flags import Flags, TimeoutFlags, load_flags
+from service.flags import DecisionFlags, Flags, TimeoutFlags, load_flags
 from service.settings import Settings
 
 PHASES = (1, 2, 3)
@@ -221,8 +221,12 @@ def fit(
         mine = [r for r in dev if r.phase == phase]
         # Every repeat's held-out p, counts pooled: the point must hold whichever cases a fold held out.
         groups: list[Group] = []
+        # Under `decision.nothing_similar_below` the service declines whatever p says: as p = 0 would.
+        floor = DecisionFlags().nothing_similar_below if phase == 3 else 0.0
         for r in mine:
-            groups += groups_of(r, by_id[r.case_id], [p_of[(r.case_id, phase)] for p_of in held_out], grid)
+            declined = r.features["top_similarity"] < floor
+            groups += groups_of(r, by_id[r.case_id], [0.0 if declined else p_of[(r.case_id, phase)]
+                                                      for p_of in held_out], grid)
         chosen[phase] = choose_point(GridReplay(groups), max_wrong)
         c = chosen[phase]
         say(f"phase {phase} on dev, held out: {msgspec.to_builtins(c.point)}; wrong answers {c.wrong_rate:.1%}, "
