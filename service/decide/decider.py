@@ -24,7 +24,7 @@ grid of operating points without running the service again; a test holds the two
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -201,6 +201,7 @@ class Decider:
         signals = decision_signals(query, ranking)
         if model is not None:
             decision = _calibrated(model, flags.decision, candidates.phase, query, ranking, signals.features)
+            decision = content_first(decision, candidates.is_stub)
             return Decided(self._second_need(decision, candidates, query, flags), signals)
         return Decided(self._seed_rules(candidates, query, flags), signals)
 
@@ -239,7 +240,8 @@ class Decider:
             semantic_ranking=tuple(sorted(candidates.page_similarity, key=lambda s: -candidates.page_similarity[s])[:10]),
         )
         if model is not None:
-            calibrated = _calibrated(model, flags.decision, 3, query, fused, signals.features)
+            calibrated = content_first(_calibrated(model, flags.decision, 3, query, fused, signals.features),
+                                       candidates.is_stub)
             return Decided(self._second_need(calibrated, candidates, query, flags), signals)
         leg = Candidates(phase=3, ranking=keyword, parts=candidates.parts, is_stub=candidates.is_stub)
         seed_keyword = self._seed_rules(leg, query, flags)  # the seed rules' view of the keyword leg
@@ -277,6 +279,24 @@ def _calibrated(
 
 
 NOTHING_SIMILAR = "calibrated_nothing_similar"
+STUB_DEPTH = 3
+"""How far down an answer's pages a page with content still covers the query a stub was first for."""
+
+
+def content_first(decision: Decision, is_stub: Callable[[str], bool] | None) -> Decision:
+    """An answer led by a stub (a page with nothing to say on its own: only properties, links or
+    an include) while a page with content is among its first pages: the stub's results go, so the
+    page with content answers (issue 42); the rest keep their score order."""
+    if not isinstance(decision, Answer) or not decision.results or is_stub is None:
+        return decision
+    if not is_stub(decision.results[0].doc_slug):
+        return decision
+    pages = distinct_documents(decision.results, limit=STUB_DEPTH)
+    if all(is_stub(page.doc_slug) for page in pages):
+        return decision
+    return msgspec.structs.replace(
+        decision, results=tuple(e for e in decision.results if not is_stub(e.doc_slug)),
+        options=tuple(o for o in decision.options if not is_stub(o.doc_slug)))
 
 
 def nothing_similar(features: Mapping[str, float], point: DecisionPoint) -> bool:

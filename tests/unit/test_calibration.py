@@ -340,3 +340,23 @@ def test_a_p_and_its_grid_cell_compare_alike_with_every_threshold_the_fit_tries(
     for p in [rng.random() for _ in range(2000)] + list(grid) + [0.0, 1.0]:
         lowered = cell(p, grid)
         assert all((p >= t) == (lowered >= t) and (p < t) == (lowered < t) for t in grid), p
+
+
+def test_a_stub_never_answers_when_a_page_with_content_covers_the_query() -> None:
+    """Logseq's "Right sidebar" page holds only `type:: [[UI Element]]`: when it leads an answer
+    and "How to work with the right-hand sidebar" is among the first pages, that page answers."""
+    from service.decide.decider import content_first
+
+    stub = ev("ui/right-sidebar", 1.0, "Right sidebar")
+    content = ev("ui/how-to-work-with-the-right-hand-sidebar", 0.8, "How to work with the right-hand sidebar")
+    other = ev("ui/left-sidebar", 0.5, "Left sidebar")
+    stubs = {"ui/right-sidebar"}.__contains__
+    answer = Answer(results=(stub, content, other), confidence=0.9, reason="calibrated")
+    first = content_first(answer, stubs)
+    assert [e.doc_slug for e in first.results] == [content.doc_slug, other.doc_slug]
+    only_stub = Answer(results=(stub,), confidence=0.9, reason="calibrated")
+    assert content_first(only_stub, stubs) == only_stub  # nothing better to give
+    led_by_content = Answer(results=(content, stub), confidence=0.9, reason="calibrated")
+    assert content_first(led_by_content, stubs) == led_by_content
+    asked = Clarify(results=(stub, content), confidence=0.5, message="?", options=(), reason="calibrated_ambiguous")
+    assert content_first(asked, stubs) == asked  # a question offers what the user can pick from
