@@ -289,14 +289,18 @@ def content_first(decision: Decision, is_stub: Callable[[str], bool] | None) -> 
     page with content answers (issue 42); the rest keep their score order."""
     if not isinstance(decision, Answer) or not decision.results or is_stub is None:
         return decision
-    if not is_stub(decision.results[0].doc_slug):
-        return decision
-    pages = distinct_documents(decision.results, limit=STUB_DEPTH)
-    if all(is_stub(page.doc_slug) for page in pages):
+    if not content_leads([e.doc_slug for e in distinct_documents(decision.results, limit=STUB_DEPTH)], is_stub):
         return decision
     return msgspec.structs.replace(
         decision, results=tuple(e for e in decision.results if not is_stub(e.doc_slug)),
         options=tuple(o for o in decision.options if not is_stub(o.doc_slug)))
+
+
+def content_leads(pages: Sequence[str], is_stub: Callable[[str], bool]) -> bool:
+    """`pages` (an answer's first, best first) are led by a stub with a page with content
+    among the first `STUB_DEPTH`: the stubs give way."""
+    first = pages[:STUB_DEPTH]
+    return bool(first) and is_stub(first[0]) and not all(is_stub(page) for page in first)
 
 
 def nothing_similar(features: Mapping[str, float], point: DecisionPoint) -> bool:
@@ -353,6 +357,8 @@ class RecordedRun(Protocol):
     def ranked(self) -> tuple[str, ...]: ...
     @property
     def features(self) -> dict[str, float]: ...
+    @property
+    def stubs(self) -> tuple[str, ...]: ...
 
 
 def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
@@ -368,6 +374,8 @@ def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[s
     if action == "no_match":  # the closest pages offered
         return "no_match", (), ranked[:CLOSEST_MATCHES]
     if action == "answer" or (action == "weak" and len(ranked) == 1):  # the only page answers
+        if content_leads(ranked, run.stubs.__contains__):  # `content_first`
+            ranked = tuple(page for page in ranked if page not in run.stubs)
         second = second_need(ranked[0], run.shown) if run.reason == "multi_intent" else None
         # The seed rules found both needs' pages: `with_second_need` offers them.
         return "answer", ranked, (ranked[0], second) if second is not None else ()

@@ -76,13 +76,16 @@ async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int,
 
     outcome = await pipeline.run(RetrieveParams(query=case.query, phase_cap=phase, top_k=10), flags, observe=False)
     signals = outcome.signals
+    ranked = signals.ranking if signals is not None else ()
+    is_stub = pipeline.require_indexes().is_stub
     return CaseRun(
         case_id=case.id, phase=phase, policy=policy, status=outcome.status, reason=outcome.reason,
         shown=_pages([e.doc_slug for e in outcome.results]), options=tuple(o.doc_slug for o in outcome.options),
-        ranked=signals.ranking if signals is not None else (),
+        ranked=ranked,
         features=dict(signals.features) if signals is not None else dict.fromkeys(FEATURES, 0.0),
         answered_phase=outcome.phase,
         semantic_ranked=signals.semantic_ranking if signals is not None else (),
+        stubs=tuple(slug for slug in ranked if is_stub(slug)),
     )
 
 

@@ -360,3 +360,17 @@ def test_a_stub_never_answers_when_a_page_with_content_covers_the_query() -> Non
     assert content_first(led_by_content, stubs) == led_by_content
     asked = Clarify(results=(stub, content), confidence=0.5, message="?", options=(), reason="calibrated_ambiguous")
     assert content_first(asked, stubs) == asked  # a question offers what the user can pick from
+
+
+def test_the_fit_s_replay_lets_a_stub_give_way_as_the_service_does() -> None:
+    from service.decide.decider import replayed_status
+    from service.evaluation.decision_metrics import CaseRun
+
+    features = dict.fromkeys(FEATURES, 0.0) | {"top_score": 1.0, "tokens": 1.0, "top_similarity": 0.6}
+    ranked = ("ui/right-sidebar", "ui/left-sidebar", "ui/how-to-work-with-the-right-hand-sidebar", "ui/search")
+    run = CaseRun(case_id="c", phase=3, policy="seed_rules", status="answer", reason="r", shown=ranked,
+                  ranked=ranked, options=(), features=features, stubs=("ui/right-sidebar", "ui/left-sidebar"))
+    status, shown, _ = replayed_status(run, 0.99, T)
+    assert (status, shown) == ("answer", ("ui/how-to-work-with-the-right-hand-sidebar", "ui/search"))
+    recorded_before_stubs = msgspec.structs.replace(run, stubs=())
+    assert replayed_status(recorded_before_stubs, 0.99, T)[1] == ranked
