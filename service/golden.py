@@ -396,6 +396,9 @@ def check(case: GoldenCase, response: dict[str, Any]) -> list[str]:
     decisions = _as_list(expect.decision)
     if status not in decisions:
         failures.append(f"decision {status!r}, expected {' or '.join(decisions)}")
+    options = response.get("options") or []
+    if status == "clarify" and "options" in response and len(options) < 2:  # issue 40: a real choice
+        failures.append(f"a clarification offering {len(options)} option(s), not a choice")
     tops = _as_list(expect.top)
     if tops and (not slugs or slugs[0] not in tops):
         failures.append(f"top {slugs[0] if slugs else None!r}, expected {' or '.join(tops)}")

@@ -52,6 +52,15 @@ def test_check_names_each_failure(expect: dict[str, object], reason: str) -> Non
     assert len(failures) == 1 and failures[0].startswith(reason)
 
 
+def test_a_clarification_must_offer_a_real_choice() -> None:
+    """Issue 40: "Are you asking about X?" with one button is not a question worth asking."""
+    one = {"status": "clarify", "message": "Are you asking about Workspace?", "results": RESPONSE["results"],
+           "options": [{"doc_slug": "concepts/workspace"}]}
+    assert check(_case(decision="clarify"), one) == ["a clarification offering 1 option(s), not a choice"]
+    two = one | {"options": [{"doc_slug": "concepts/workspace"}, {"doc_slug": "actions/workspaces"}]}
+    assert check(_case(decision="clarify"), two) == []
+
+
 def test_default_phases_are_every_implemented_phase() -> None:
     assert phases_of(_case(decision="answer")) == [1, 2, 3]
     assert phases_of(_case(decision="answer"), only=2) == [2]
