@@ -43,7 +43,7 @@ and decided (issue 40: adding "how do I" to a term must not decide worse than th
 def detect_query_type(raw_query: str) -> QueryType:
     """Classify a raw query (before normalisation, which would erase case and quotes).
 
-    exact: a quoted string, an ALL_CAPS token (unless the whole query is shouted),
+    exact: a quoted string, an ALL_CAPS token (unless the whole query is a shouted sentence),
     camelCase, or a code-like token (snake_case, `a.b()`, `/path`, `--flag`).
     semantic: a question (ends with "?" or starts with a question word) or a
     natural sentence of 4+ distinct words; after a how-to frame ("how do I", "how to",
@@ -54,7 +54,8 @@ def detect_query_type(raw_query: str) -> QueryType:
     if not text:
         return "mixed"
     letters = [c for c in text if c.isalpha()]
-    shouted = bool(letters) and all(c.isupper() for c in letters)
+    # A sentence in capitals is shouting; one word in capitals is a name (GOMAXPROCS, an acronym).
+    shouted = bool(letters) and all(c.isupper() for c in letters) and len(text.split()) > 1
     if (
         _QUOTED.search(text)
         or _CAMEL.search(text)

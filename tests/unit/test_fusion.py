@@ -106,6 +106,7 @@ QUERY_TYPES = [
     ("notes?", "semantic"),
     ("I want to move a note into another workspace", "semantic"),
     ("WHERE DO I FIND MY NOTES", "semantic"),  # shouting is not an identifier
+    ("GOMAXPROCS", "exact"),  # one word in capitals is: an environment variable, an acronym
     ("quick links", "mixed"),
     ("explain workspace", "mixed"),
     ("workspace and widgets", "mixed"),
