@@ -47,7 +47,8 @@ MAX_WRONG = 0.05
 PHASE = 3
 
 
-def _load(spec: str) -> tuple[list[LabelledQuery], Collected]:
+def load_signals_set(spec: str) -> tuple[list[LabelledQuery], Collected]:
+    """`QUERIES.yaml=SIGNALS.json`: a labelled set and the runs collected on its corpus."""
     queries, _, signals = spec.partition("=")
     if not signals:
         raise SystemExit(f"--set {spec}: expected QUERIES.yaml=SIGNALS.json")
@@ -174,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--separators", action="store_true", help="also score other models of the same runs")
     args = parser.parse_args(argv)
-    loaded = [_load(spec) for spec in args.set]
+    loaded = [load_signals_set(spec) for spec in args.set]
     corpora = [CorpusRuns(name=col.corpus, cases=cases, runs=col.runs) for cases, col in loaded]
     fits = {}
     for i, held in enumerate(corpora):

@@ -44,10 +44,11 @@ from typing import Any
 
 import msgspec
 
+from lab.experiments.gate_tradeoff import load_signals_set
 from service.evaluation.cross_corpus import CorpusRuns, leave_one_out, split_totals
 from service.evaluation.decision_metrics import CaseRun, top_is_right
 from service.evaluation.decisions import Collected, calibrated_p, fit, merge
-from service.evaluation.labelled import LabelledQuery, load_labelled_set
+from service.evaluation.labelled import LabelledQuery
 from service.settings import Settings
 
 PHASE = 3
@@ -75,13 +76,8 @@ class Loaded:
 
 
 def load_set(spec: str) -> Loaded:
-    queries, _, signals = spec.partition("=")
-    if not signals:
-        raise SystemExit(f"--set {spec}: expected QUERIES.yaml=SIGNALS.json")
-    corpus, cases = load_labelled_set(Path(queries))
-    collected = msgspec.json.decode(Path(signals).read_bytes(), type=Collected)
-    if collected.corpus != corpus:
-        raise SystemExit(f"--set {spec}: the signals are of {collected.corpus}, the set of {corpus}")
+    cases, collected = load_signals_set(spec)
+    queries, corpus = spec.partition("=")[0], collected.corpus
     missing = {c.id for c in cases} - {r.case_id for r in collected.runs if r.phase == PHASE}
     if missing:
         raise SystemExit(f"--set {spec}: no phase-{PHASE} run for {len(missing)} cases (e.g. {sorted(missing)[0]})")
