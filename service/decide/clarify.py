@@ -13,7 +13,8 @@ AMBIGUOUS_THREE = "Do you mean {top_a} ({category_a}), {top_b} ({category_b}) or
 # A no match never ends in a question it offers nothing to answer (issue 40): it says so, and
 # offers the closest pages when the ranking has some.
 NO_MATCH = "I couldn't find that in the documentation."
-NO_MATCH_CLOSEST = "I couldn't find a page that answers that. The closest matches are {pages}."
+NO_MATCH_LEAD = "I couldn't find a page that answers that."
+CLOSEST = "The closest matches are {pages}."
 SINGLE_LOW_CONFIDENCE = "I think you mean {top_a}. Is that right?"
 MULTI_INTENT = "Which one should I go deeper on?"
 # Small talk gets a reply of its own (status no_match, reason small_talk), never a page.
@@ -42,11 +43,11 @@ def ambiguous(top: Evidence, second: Evidence, third: Evidence | None = None) ->
     )
 
 
-def closest_matches(pages: Sequence[Evidence]) -> str:
-    """The no-match reply that offers `pages` (the ranking's best, at least one)."""
+def closest_matches(pages: Sequence[Evidence], lead: str = NO_MATCH_LEAD) -> str:
+    """The no-match reply that says `lead` and offers `pages` (the ranking's best, at least one)."""
     named = [f"{e.title} ({e.category})" for e in pages]
     listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
-    return NO_MATCH_CLOSEST.format(pages=listed)
+    return f"{lead} {CLOSEST.format(pages=listed)}"
 
 
 def single_low_confidence(top: Evidence) -> str:

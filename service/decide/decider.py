@@ -13,7 +13,7 @@ Tiers retrieve (service/tiers.py); the `Decider` decides, for every phase and bo
   the user gets both pages (issue 40: "two needs in one message, under the default");
 - **no special cases under `calibrated`**: p against the fit's three points decides (every
   special rule once kept in front of it was left out for not paying on six corpora);
-- **before either policy**: small talk gets its reply, and a query made only of names no page
+- **before either policy**: small talk gets its reply, and a query about a name no page
   mentions is a no match (`names.unknown_names`, issue 42);
 - **phase 3's keyword leg**: under the seed rules, phase 3 decides with their verdict on it.
 
@@ -185,8 +185,10 @@ class Decider:
         if query.intent == "small_talk":  # "hi there", "thanks, that helped!": no page is meant
             reply = clarify.SMALL_TALK.get(query.subject, clarify.NO_MATCH)
             return Decided(NoMatch(message=reply, reason="small_talk"), None)
-        if (unknown := names.unknown_names(query)) is not None:  # only names no page mentions
-            return Decided(unknown, None)
+        if unknown := names.unknown_names(query):  # it asks about a name no page mentions
+            closest = () if query.only_identifiers else distinct_documents(
+                ranked_by_score(candidates.ranking), CLOSEST_MATCHES)
+            return Decided(names.no_match(unknown, closest), None)
         if candidates.phase == 0:  # the Tier-1 cache answers with its one entry
             return Decided(Answer(results=tuple(candidates.ranking), confidence=1.0, reason="tier1_cache"), None)
         if candidates.phase == 3:
@@ -366,7 +368,9 @@ def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[s
     `p` and `point`: `Decider` routing, on numbers."""
     f = run.features
     ranked = run.ranked
-    if run.reason == names.REASON or not ranked or f["top_score"] <= 0 or f["tokens"] == 0:
+    if run.reason == names.REASON:  # decided before p: the closest pages it offered, if any
+        return "no_match", (), run.options
+    if not ranked or f["top_score"] <= 0 or f["tokens"] == 0:
         return "no_match", (), ()
     if nothing_similar(f, point):  # phase 3 only: other phases' points have no floor
         return "no_match", (), ()

@@ -78,6 +78,12 @@ def names_in(text: str) -> list[str]:
     return NAME.findall(text)
 
 
+def called_names(text: str) -> list[str]:
+    """The names `text` writes as a call (`alert(1)`, `setup()`): code by their shape, whatever
+    their case, since prose puts a space or nothing but punctuation before a bracket."""
+    return [m.group(0) for m in NAME.finditer(text) if text.startswith("(", m.end())]
+
+
 def whole_key(name: str) -> str:
     """The name as one lower-case key, sigils kept (`--print-width`, `$patch`, `proxyfix`)."""
     return name.lower()

@@ -86,8 +86,8 @@ class NormalizedQuery(Base, frozen=True):
     """Names in code the query holds, as written (`after_this_request`, `ProxyFix`, `--print-width`):
     searched whole as well as by their parts, which are among `tokens` (issue 42)."""
     unknown_identifiers: tuple[str, ...] = ()
-    """Of `identifiers`, the strong ones (service/domain/identifiers.py) the corpus never mentions,
-    whole or as one word."""
+    """The names the corpus never mentions, whole or as one word: of `identifiers`, the strong
+    ones (service/domain/identifiers.py), and any name the query writes as a call (`alert(1)`)."""
     only_identifiers: bool = False
     """The query says nothing but its identifiers (stopwords aside): "`--keep-forever`",
     "what does editor.minimap do?"."""

@@ -10,6 +10,7 @@ from rapidfuzz.distance import OSA
 
 from service.domain.identifiers import (
     NAME,
+    called_names,
     compact_key,
     is_kebab,
     is_strong,
@@ -300,6 +301,7 @@ def normalize_query(
                 intent_parts.append(tuple(piece_tokens))
     is_multi = len(intent_parts) >= 2
     said_besides = [w for w in words(lowercase_words(written)) if w not in lexicon.stopwords]
+    called = called_names(cleaned)  # `alert(1)`: code by its shape, though not a strong name
     query = NormalizedQuery(
         raw=received,
         tokens=tuple(tokens),
@@ -312,7 +314,10 @@ def normalize_query(
         is_multi_intent=is_multi,
         query_type=detect_query_type(cleaned),
         identifiers=(*names, *joined),
-        unknown_identifiers=tuple(n for n in names if is_strong(n) and not is_known_identifier(n, lexicon)),
+        unknown_identifiers=tuple(
+            n for n in dict.fromkeys((*names, *called))
+            if (is_strong(n) or n in called) and not is_known_identifier(n, lexicon)
+        ),
         only_identifiers=bool(names) and not said_besides,
     )
     return query, notes

@@ -93,18 +93,13 @@ CASES: list[Hostile] = [
     Hostile("emoji", _q("🏠 what is home 👩‍👩‍👧‍👦🔥"), "200", decision="answer", top="concepts/home"),
     Hostile("NFKC expansion", _q("\ufdfa" * 30), "4xx", fragment="1–500 characters"),
     # injection-shaped text: plain text to us
-    Hostile("SQL drop table", _q("'; DROP TABLE docs_knowledge; --"), "200", decision="no_match",
-            known_failure_under={"calibrated": "asks 'Navigator or Notes?' for a query about no page of "
-                                 "the help: 'drop' is a word of the help (drag and drop), the chunks' best "
-                                 "cosine is 0.30 (many in-domain questions score lower), and the unknown "
-                                 "name docs_knowledge alone is not a no match when other words match"}),
+    # It names a table the help never mentions (docs_knowledge): a no match saying so.
+    Hostile("SQL drop table", _q("'; DROP TABLE docs_knowledge; --"), "200", decision="no_match"),
     Hostile("SQL meta-characters", _q("home' OR '1'='1\" ; -- /* */ %_ \\"), "200", decision="clarify", top="concepts/home"),
     Hostile("regex meta-characters", _q(r"(a+)+$ .* [^] \d{99999} (?=x) | \\"), "200", decision="no_match"),
     Hostile("format-string", _q("{0} %s %n ${jndi:ldap://x} {{7*7}}"), "200", decision="no_match"),
-    Hostile("pasted markup", _q("<script>alert(1)</script>"), "200", decision="no_match",
-            known_failure_under={"calibrated": "answered with Notes: 'script' is a word of the help and the "
-                                 "chunks' best cosine, 0.17, is over decision.nothing_similar_below (0.15; "
-                                 "raising it to 0.2 would decline 8 of 1,956 in-domain labelled questions)"}),
+    # alert(1) is a call, so a name in code, and the help never mentions it.
+    Hostile("pasted markup", _q("<script>alert(1)</script>"), "200", decision="no_match"),
     Hostile("printf placeholders", _q("%s %d {} {{x}}"), "200", decision="no_match"),
     Hostile("very long single token", _q("w" * 500), "200", decision="no_match"),
     Hostile("many long tokens", _q(" ".join(["workspaceee" * 4] * 11)), "200", decision="no_match",

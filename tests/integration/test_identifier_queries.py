@@ -62,8 +62,11 @@ async def test_a_name_no_page_mentions_is_a_no_match(mkdocs_client: Any, policy:
         asked = await _ask(mkdocs_client, "what does theme.sticky_navbar do?")
         beside = await _ask(mkdocs_client, "sticky_navbar in the readthedocs theme")
     assert (unknown["status"], unknown["results"], unknown["options"]) == ("no_match", [], [])
-    assert unknown["message"] == "The documentation never mentions `sticky_navbar`. Which part should I explain?"
+    assert unknown["message"] == "The documentation never mentions `sticky_navbar`."
     assert (asked["status"], asked["message"]) == ("no_match", unknown["message"].replace(
         "sticky_navbar", "theme.sticky_navbar"))
-    # Other words beside it: decided on the ranking, as any query (the readthedocs theme exists).
-    assert "never mentions" not in beside["message"]
+    # Other words beside it: the option still does not exist, and the user is told so; the
+    # pages about the rest of the message (the readthedocs theme exists) are offered to pick.
+    assert (beside["status"], beside["results"]) == ("no_match", [])
+    assert beside["message"].startswith("The documentation never mentions `sticky_navbar`. The closest matches are ")
+    assert beside["options"] and all(o["title"] in beside["message"] for o in beside["options"])

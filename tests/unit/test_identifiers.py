@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.decide.names import unknown_names
+from service.decide.names import no_match, unknown_names
 from service.domain.identifiers import compact_key, is_kebab, is_strong, parts, suffixes
-from service.domain.types import Document
+from service.domain.types import Document, Evidence
 from service.flags import LexicalFlags, TypoFlags
 from service.ingest.chunker import chunk_document
 from service.ingest.identifiers import MAX_PER_UNIT, Identifier, identifiers_of
@@ -186,25 +186,37 @@ def test_two_names_as_near_are_not_guessed_between() -> None:
     assert query.corrections == () and query.unknown_identifiers == ("mapStale",)
 
 
-@pytest.mark.parametrize(("raw", "unknown", "only"), [
-    ("createPersistedState", ("createPersistedState",), True),
-    ("what does editor.minimap do?", ("editor.minimap",), True),
-    ("--keep-forever", ("--keep-forever",), True),
-    ("APIRouter with proxy support", ("APIRouter",), False),
-    ("ProxyFix", (), True),
-    ("proxyfix", (), False),  # a word, not a name
+@pytest.mark.parametrize(("raw", "unknown", "only", "decides"), [
+    ("createPersistedState", ("createPersistedState",), True, True),
+    ("what does editor.minimap do?", ("editor.minimap",), True, True),
+    ("--keep-forever", ("--keep-forever",), True, True),
+    # Other words beside it: the user still asks about a thing the pages never name.
+    ("APIRouter with proxy support", ("APIRouter",), False, True),
+    # A name the corpus knows beside it: the question may be about that one.
+    ("ProxyFix with APIRouter", ("APIRouter",), True, False),
+    ("ProxyFix", (), True, False),
+    ("proxyfix", (), False, False),  # a word, not a name
+    # A word written as a call is code: known when the pages have it, else a name they lack.
+    ("<script>alert(1)</script>", ("alert",), False, True),
+    ("proxy(behind) stores", (), False, False),
 ])
-def test_names_the_corpus_never_mentions(raw: str, unknown: tuple[str, ...], only: bool) -> None:
+def test_names_the_corpus_never_mentions(raw: str, unknown: tuple[str, ...], only: bool, decides: bool) -> None:
     query, _ = normalize_query(raw, LEXICON)
     assert (query.unknown_identifiers, query.only_identifiers) == (unknown, only)
-    assert (unknown_names(query) is not None) == (only and bool(unknown))
+    assert unknown_names(query) == (unknown if decides else ())
 
 
-def test_the_no_match_names_the_unknown_name() -> None:
+def test_the_no_match_names_the_unknown_name_and_offers_the_closest_pages() -> None:
     query, _ = normalize_query("$hydrateAll", LEXICON)
-    decision = unknown_names(query)
-    assert decision is not None and decision.reason == "unknown_identifier"
-    assert "`$hydrateAll`" in decision.message
+    alone = no_match(unknown_names(query), closest=())
+    assert alone.reason == "unknown_identifier" and alone.options == ()
+    assert alone.message == "The documentation never mentions `$hydrateAll`."  # no question it cannot help with
+    page = Evidence(doc_slug="ssr", title="Server Side Rendering", category="guide", snippet="", score=1.0,
+                    content_hash="h", matched_terms=(), source="keyword")
+    beside = no_match(("$hydrateAll",), closest=(page,))
+    assert [o.doc_slug for o in beside.options] == ["ssr"]
+    assert beside.message.startswith("The documentation never mentions `$hydrateAll`. The closest matches are "
+                                     "Server Side Rendering (guide)")
 
 
 # --- the identifier field -------------------------------------------------------------------
