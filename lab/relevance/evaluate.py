@@ -148,9 +148,8 @@ def load_cases(candidates: Path, queries: Path, settings: Settings, score: Calla
                passages: dict[str, list[str]]) -> list[Case]:
     """Every ranked case of every set with a candidates file, scored by the model (each case's
     passages are kept in `passages`, by case id)."""
-    from lab.evaluation.kinds import corpus_dir, corpus_of
+    from lab.evaluation.kinds import corpus_dir, corpus_of, read_corpus
     from service.flags import load_flags
-    from service.ingest.seeder import SeedOptions, default_chunker, prepare
     from service.relevance.passage import passage
 
     flags = load_flags(settings.flags_file)
@@ -158,8 +157,7 @@ def load_cases(candidates: Path, queries: Path, settings: Settings, score: Calla
     for path in sorted(candidates.glob("*.json")):
         labelled = queries / f"{path.stem}.yaml"
         corpus = corpus_of(labelled)
-        _, chunks, _ = prepare(corpus_dir(corpus, settings, None), default_chunker(flags.chunking.max_tokens),
-                               SeedOptions.from_flags(flags))
+        _, chunks = read_corpus(corpus_dir(corpus, settings, None), flags)
         by_id = {(c.doc_slug, c.chunk_index): c for c in chunks}
         rows = json.loads(path.read_text(encoding="utf-8"))["3"]
         for row in rows:
