@@ -56,9 +56,9 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from lab.adapt.pairs import mine_pairs
     from lab.adapt.train import TrainOptions, next_version_dir, train
+    from lab.evaluation.kinds import read_corpus
     from service.flags import load_flags
     from service.ingest.markdown import SeedError
-    from service.ingest.seeder import SeedOptions, default_chunker, prepare
     from service.ingest.tokens import default_model_dir, model_name_for, validate_model_dir
 
     settings = settings.with_overrides(data_dir=args.data_dir, seeds_dir=args.seeds_dir)
@@ -67,8 +67,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     flags = load_flags(settings.flags_file)
     try:
-        docs, chunks, _ = prepare(settings.seeds_dir, default_chunker(flags.chunking.max_tokens),
-                                  SeedOptions.from_flags(flags))
+        docs, chunks = read_corpus(settings.seeds_dir, flags)
     except (SeedError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

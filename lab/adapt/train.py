@@ -62,13 +62,7 @@ def train(
     if not plan:
         raise ValueError(f"not enough pairs to train on ({len(pairs)}): need two pairs of different pages")
     optimiser = torch.optim.AdamW(model.parameters(), lr=options.learning_rate)
-    warmup = max(1, int(len(plan) * options.warmup_fraction))
-
-    def rate(step: int) -> float:  # linear warm-up, then linear decay to 0
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (len(plan) - step) / max(1, len(plan) - warmup))
-
+    rate = warmup_then_decay(len(plan), options.warmup_fraction)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, rate)
     model.train()
     losses: list[float] = []
@@ -97,6 +91,19 @@ def train(
     record = {**(manifest or {}), "options": asdict(options), "report": asdict(report)}
     (out_dir / MANIFEST).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return report
+
+
+def warmup_then_decay(steps: int, warmup_fraction: float) -> Callable[[int], float]:
+    """The learning rate's factor at each step (`LambdaLR`): a linear warm-up over the first
+    `warmup_fraction` of `steps` (at least one), then a linear decay to 0 at the last."""
+    warmup = max(1, int(steps * warmup_fraction))
+
+    def rate(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (steps - step) / max(1, steps - warmup))
+
+    return rate
 
 
 def next_version_dir(root: Path, name: str) -> Path:

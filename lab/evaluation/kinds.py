@@ -30,11 +30,15 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from service.domain.types import Chunk, Document
 from service.evaluation.labelled import KINDS, SPLITS, LabelledQuery, QuerySetError, load_query_set
 from service.flags import FlagError, Flags, apply_overrides, load_flags
 from service.settings import PROJECT_ROOT, Settings
+
+if TYPE_CHECKING:
+    from service.pipeline import Pipeline
 
 RANKED_KINDS = ("keyword", "question", "paraphrase", "typo", "multi_intent")
 DEPTH = 10
@@ -194,14 +198,13 @@ async def open_session(
     from service.db.pool import create_pool
     from service.evaluation.harness import database_name, load_cached_embedder, prepare_database
     from service.ingest.indexer import index_embeddings
-    from service.ingest.seeder import SeedOptions, default_chunker, prepare
     from service.pipeline import SemanticLeg
     from service.scoring.semantic import QueryEmbeddingCache
     from service.wiring import make_pipeline
 
     name = database_name(f"kinds_{corpus}")
     dsn = await prepare_database(admin_dsn, name, settings.migrations_dir)
-    docs, chunks, _ = prepare(seeds_dir, default_chunker(flags.chunking.max_tokens), SeedOptions.from_flags(flags))
+    docs, chunks = read_corpus(seeds_dir, flags)
     pool = await create_pool(dsn, min_size=1, max_size=4)
     try:
         await store_corpus(pool, docs, chunks)
@@ -234,6 +237,28 @@ def corpus_dir(corpus: str, settings: Settings, override: Path | None) -> Path:
         return override
     vendored = TEST_CORPORA / corpus
     return CORPORA.get(corpus, vendored if corpus != "seed" and vendored.is_dir() else settings.seeds_dir)
+
+
+def read_corpus(folder: Path, flags: Flags) -> tuple[list[Document], list[Chunk]]:
+    """The corpus's pages and chunks as seeding reads them (the seeder's reader and rules, chunks
+    cut at `chunking.max_tokens`); raises SeedError where seeding would refuse it."""
+    from service.ingest.seeder import SeedOptions, default_chunker, prepare
+
+    chunker = default_chunker(flags.chunking.max_tokens)
+    documents, chunks, _ = prepare(folder, chunker, SeedOptions.from_flags(flags))
+    return documents, chunks
+
+
+def memory_pipeline(
+    folder: Path, flags: Flags, documents: Sequence[Document], chunks: Sequence[Chunk]
+) -> Pipeline:
+    """The service's pipeline over pages held in memory: phases 1-2 (no database, no semantic
+    leg); the folder's own glossary and synonyms are read, as the service reads them."""
+    from service.wiring import make_pipeline
+
+    pipeline = make_pipeline(folder, lambda: flags)
+    pipeline.load_corpus(documents, chunks, 1)
+    return pipeline
 
 
 async def run_kinds(

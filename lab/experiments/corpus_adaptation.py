@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from lab.evaluation.kinds import read_corpus
 from lab.experiments.probes import adapted, gap, make_probes, shift_of
 from service.decide.calibration import CalibrationModel
 from service.decide.decider import replayed_status
@@ -27,7 +28,6 @@ from service.evaluation.cross_corpus import CorpusRuns, Tally, tally
 from service.evaluation.decisions import Collected, calibrated_p, run_service
 from service.evaluation.labelled import LabelledQuery, load_labelled_set
 from service.flags import DecisionFlags, Flags
-from service.ingest.seeder import SeedOptions, default_chunker, prepare
 from service.settings import Settings, load_settings
 
 STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -42,7 +42,7 @@ class ProbeRuns:
 
 def probe_cases(seeds_dir: Path) -> list[LabelledQuery]:
     flags = Flags()
-    _, chunks, _ = prepare(seeds_dir, default_chunker(flags.chunking.max_tokens), SeedOptions.from_flags(flags))
+    _, chunks = read_corpus(seeds_dir, flags)
     return [LabelledQuery(id=f"probe-{i:03d}", query=p.query, kind="keyword", decision="answer", pages=(p.page,))
             for i, p in enumerate(make_probes(chunks))]
 

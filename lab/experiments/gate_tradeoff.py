@@ -34,13 +34,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
+from lab.experiments.signals import SignalsError, read_signals
 from service.decide.calibration import CORPUS_SCALED, FEATURES, CalibrationModel
 from service.evaluation.cross_corpus import CorpusRuns, Tally, calibrated_tally, clear_answer
 from service.evaluation.decision_metrics import CaseRun, best_threshold, risk_coverage, top_is_right
 from service.evaluation.decisions import Collected, calibrated_p, fit, merge
-from service.evaluation.labelled import LabelledQuery, load_labelled_set
+from service.evaluation.labelled import LabelledQuery
 
 FLOORS = (0.90, 0.92, 0.94, 0.95, 0.96, 0.975)
 MAX_WRONG = 0.05
@@ -52,11 +51,10 @@ def load_signals_set(spec: str) -> tuple[list[LabelledQuery], Collected]:
     queries, _, signals = spec.partition("=")
     if not signals:
         raise SystemExit(f"--set {spec}: expected QUERIES.yaml=SIGNALS.json")
-    corpus, cases = load_labelled_set(Path(queries))
-    collected = msgspec.json.decode(Path(signals).read_bytes(), type=Collected)
-    if collected.corpus != corpus:
-        raise SystemExit(f"--set {spec}: the signals are of {collected.corpus}, the set of {corpus}")
-    return cases, collected
+    try:
+        return read_signals(Path(queries), Path(signals))
+    except SignalsError as err:
+        raise SystemExit(f"--set {spec}: {err}") from None
 
 
 def auc(scores: Sequence[float], labels: Sequence[bool]) -> float:

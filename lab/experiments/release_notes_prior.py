@@ -29,14 +29,13 @@ from pathlib import Path
 
 import msgspec
 
+from lab.evaluation.kinds import memory_pipeline, read_corpus
 from service.evaluation.decision_metrics import CaseRun
 from service.evaluation.decisions import policy_flags, run_case
 from service.evaluation.labelled import KINDS, LabelledQuery, load_labelled_set
 from service.flags import Flags
-from service.ingest.seeder import SeedOptions, default_chunker, prepare
 from service.scoring.indexes import release_notes_pages
 from service.settings import PROJECT_ROOT as ROOT
-from service.wiring import make_pipeline
 
 GRID = (1.0, 0.5, 0.3, 0.2, 0.1)
 PHASES = (1, 2)
@@ -143,9 +142,8 @@ def choose(corpora: Sequence[Corpus]) -> float:
 async def run_corpus(queries: Path, seeds: Path) -> Corpus:
     name, cases = load_labelled_set(queries)
     base = Flags()
-    documents, chunks, _ = prepare(seeds, default_chunker(base.chunking.max_tokens), SeedOptions.from_flags(base))
-    pipeline = make_pipeline(seeds, lambda: base)
-    pipeline.load_corpus(documents, chunks, 1)
+    documents, chunks = read_corpus(seeds, base)
+    pipeline = memory_pipeline(seeds, base, documents, chunks)
     release_pages = release_notes_pages(chunks)
     runs: dict[tuple[float, int, str, str], CaseRun] = {}
     for factor in GRID:

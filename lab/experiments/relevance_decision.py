@@ -121,10 +121,9 @@ async def best_chunks(admin_dsn: str, settings: Settings, sets: Sequence[Loaded]
 def compute_scores(sets: Sequence[Loaded], settings: Settings) -> dict[str, dict[str, Any]]:
     """Per case id: each of the run's first two pages with the chunk read (`chunk`, and `first`
     when the page's first chunk stood in) and the model's score of it."""
-    from lab.evaluation.kinds import corpus_dir
+    from lab.evaluation.kinds import corpus_dir, read_corpus
     from service.db.server import run_with_database
     from service.flags import load_flags
-    from service.ingest.seeder import SeedOptions, default_chunker, prepare
     from service.relevance.model import RelevanceModel
     from service.relevance.passage import passage
 
@@ -133,8 +132,7 @@ def compute_scores(sets: Sequence[Loaded], settings: Settings) -> dict[str, dict
     flags = load_flags(settings.flags_file)
     out: dict[str, dict[str, Any]] = {}
     for loaded in sets:
-        _, chunks, _ = prepare(corpus_dir(loaded.corpus, settings, None), default_chunker(flags.chunking.max_tokens),
-                               SeedOptions.from_flags(flags))
+        _, chunks = read_corpus(corpus_dir(loaded.corpus, settings, None), flags)
         by_key = {(c.doc_slug, c.chunk_index): c for c in chunks}
         first: dict[str, int] = {}
         for c in chunks:

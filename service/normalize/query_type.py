@@ -30,7 +30,7 @@ QUESTION_WORDS = frozenset(
 )  # fmt: skip
 NATURAL_MIN_WORDS = 4
 """Distinct words that make a sentence (a word typed a hundred times is still one word)."""
-_HOW_TO_FRAME = re.compile(
+HOW_TO_FRAME = re.compile(
     r"^(?:how\s+(?:do|can|could|should|would|will)\s+(?:i|we|you)|how\s+to"
     r"|is\s+(?:it\s+possible|there\s+a\s+way)\s+to|i\s+(?:want|need|would\s+like)\s+to|help\s+me(?:\s+to)?)\s+",
     re.IGNORECASE,
@@ -63,7 +63,7 @@ def detect_query_type(raw_query: str) -> QueryType:
         or (not shouted and _ALL_CAPS.search(text))
     ):
         return "exact"
-    frame = _HOW_TO_FRAME.match(text)
+    frame = HOW_TO_FRAME.match(text)
     if frame:
         text = text[frame.end():].rstrip(" ?")
     words = _WORD.findall(text)
