@@ -23,9 +23,11 @@ import re
 
 NAME = re.compile(
     r"(?<![\w$@.:\\/)\]-])"  # not the middle of a longer token, a path, a URL or a call chain
-    r"(?:--|\$|@|[.:](?=[A-Za-z]))?"  # sigils: --flag, $name, @decorator, .dotfile, :command
+    r"(?:--|\$|@|\.(?=[A-Za-z])|(?P<colon>:)(?=[A-Za-z]))?"  # sigils: --flag, $name, @decorator, .dotfile, :command
     r"[A-Za-z_][\w$]*"
     r"(?:(?:\.|::|-)[A-Za-z_$][\w$]*)*"
+    # after a `:`, a namespaced keyword (EDN, Clojure): `:editor/extra-codemirror-options`
+    r"(?(colon)(?:/[A-Za-z_$][\w$]*(?:(?:\.|-)[A-Za-z_$][\w$]*)*)?)"
     r"(?![\w$]|[.:-][A-Za-z_$])",
 )
 """A name as written; a trailing `.` (a sentence's end) or `()` is not part of it."""
@@ -75,7 +77,7 @@ def is_kebab(name: str) -> bool:
 
 def names_in(text: str) -> list[str]:
     """Every name-shaped token of `text`, in order (strong or not: the caller's context decides)."""
-    return NAME.findall(text)
+    return [m.group(0) for m in NAME.finditer(text)]
 
 
 def called_names(text: str) -> list[str]:

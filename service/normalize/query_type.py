@@ -19,6 +19,8 @@ _CODE = re.compile(
     r"|\b[a-z_]\w+\.[a-z_]\w+\b"  # dotted name: app.config, notes.md (not "e.g.")
     r"|(?:^|\s)/[\w.-]+"  # a path or route: /admin/reindex
     r"|(?:^|\s)--?[a-z][\w-]*"  # a flag: --verbose, -v
+    r"|(?:^|\s)[:@.][A-Za-z][\w-]*"  # a command, decorator or file type: :write, @requires, .env
+    r"|\w::\w"  # a path in Rust or C++: Trust::Reduced
     r"|[{}<>=\[\]#$]"  # symbols that do not occur in prose questions
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
@@ -44,7 +46,8 @@ def detect_query_type(raw_query: str) -> QueryType:
     """Classify a raw query (before normalisation, which would erase case and quotes).
 
     exact: a quoted string, an ALL_CAPS token (unless the whole query is a shouted sentence),
-    camelCase, or a code-like token (snake_case, `a.b()`, `/path`, `--flag`).
+    camelCase, or a code-like token (snake_case, `a.b()`, `/path`, `--flag`, `:command`,
+    `@decorator`, `.env`, `A::B`).
     semantic: a question (ends with "?" or starts with a question word) or a
     natural sentence of 4+ distinct words; after a how-to frame ("how do I", "how to",
     "I want to") only the rest counts. Otherwise mixed. Exact wins over semantic:

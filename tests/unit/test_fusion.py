@@ -93,6 +93,12 @@ QUERY_TYPES = [
     ("/admin/reindex", "exact"),
     ("seed --force", "exact"),
     ("app.config", "exact"),
+    # A sigil makes a name of a word, as in the identifier grammar (service/domain/identifiers.py).
+    ("what does :editor/extra-codemirror-options change?", "exact"),
+    ("how do I use @requires with redirect?", "exact"),
+    ("load .env values in the config", "exact"),
+    ("Trust::Reduced git config", "exact"),
+    ("notes @ work", "mixed"),  # a lone `@` is no decorator
     # A how-to frame is how one asks, not what: the rest decides (issue 40).
     ("how do I find my notes?", "mixed"),
     ("how do I remove a widget", "mixed"),

@@ -157,6 +157,14 @@ def test_query_identifiers_keep_the_order_and_drop_words() -> None:
         "request.url_for", "$reset"]
 
 
+def test_a_namespaced_keyword_is_one_name_and_a_path_is_none() -> None:
+    # EDN and Clojure keys (Logseq's config.edn): the part after `/` is the name's own.
+    assert query_identifiers("what does :editor/extra-codemirror-options change?") == [
+        ":editor/extra-codemirror-options"]
+    assert query_identifiers("set :ui/show-brackets? and run :write") == [":ui/show-brackets", ":write"]
+    assert query_identifiers("open docs/index.md or src/main_app") == []
+
+
 def test_a_misspelt_name_is_respelt_only_into_the_one_name_it_is_near() -> None:
     query, _ = normalize_query("SESSION_COOKIE_SAMSITE", LEXICON)
     assert [(c.original, c.corrected) for c in query.corrections] == [
