@@ -80,10 +80,15 @@ def names_in(text: str) -> list[str]:
     return [m.group(0) for m in NAME.finditer(text)]
 
 
+_PLURAL_MARK = re.compile(r"\((?:e?s)\)", re.IGNORECASE)
+"""`note(s)`, `match(es)`: prose's optional plural, the one bracket prose puts against a word."""
+
+
 def called_names(text: str) -> list[str]:
     """The names `text` writes as a call (`alert(1)`, `setup()`): code by their shape, whatever
-    their case, since prose puts a space or nothing but punctuation before a bracket."""
-    return [m.group(0) for m in NAME.finditer(text) if text.startswith("(", m.end())]
+    their case, since prose puts a space before a bracket (but for a plural mark: `note(s)`)."""
+    return [m.group(0) for m in NAME.finditer(text)
+            if text.startswith("(", m.end()) and not _PLURAL_MARK.match(text, m.end())]
 
 
 def whole_key(name: str) -> str:

@@ -207,6 +207,7 @@ def test_two_names_as_near_are_not_guessed_between() -> None:
     # A word written as a call is code: known when the pages have it, else a name they lack.
     ("<script>alert(1)</script>", ("alert",), False, True),
     ("proxy(behind) stores", (), False, False),
+    ("delete my widgit(s)", (), False, False),  # a plural mark, not a call: the word is respelt as any
 ])
 def test_names_the_corpus_never_mentions(raw: str, unknown: tuple[str, ...], only: bool, decides: bool) -> None:
     query, _ = normalize_query(raw, LEXICON)
