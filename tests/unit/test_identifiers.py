@@ -198,8 +198,10 @@ def test_two_names_as_near_are_not_guessed_between() -> None:
     ("createPersistedState", ("createPersistedState",), True, True),
     ("what does editor.minimap do?", ("editor.minimap",), True, True),
     ("--keep-forever", ("--keep-forever",), True, True),
-    # Other words beside it: the user still asks about a thing the pages never name.
-    ("APIRouter with proxy support", ("APIRouter",), False, True),
+    # Other words beside it: the user still asks about a thing the pages never name ...
+    ("api_router with proxy support", ("api_router",), False, True),
+    # ... unless it is one mixed-case word, which may be a product's beside a need of the docs.
+    ("APIRouter with proxy support", ("APIRouter",), False, False),
     # A name the corpus knows beside it: the question may be about that one.
     ("ProxyFix with APIRouter", ("APIRouter",), True, False),
     ("ProxyFix", (), True, False),
@@ -208,6 +210,9 @@ def test_two_names_as_near_are_not_guessed_between() -> None:
     ("<script>alert(1)</script>", ("alert",), False, True),
     ("proxy(behind) stores", (), False, False),
     ("delete my widgit(s)", (), False, False),  # a plural mark, not a call: the word is respelt as any
+    # One mixed-case word beside other words may be a product's; written as a call it is code.
+    ("embed a YouTube video", ("YouTube",), False, False),
+    ("useEffect() runs twice", ("useEffect",), False, True),
 ])
 def test_names_the_corpus_never_mentions(raw: str, unknown: tuple[str, ...], only: bool, decides: bool) -> None:
     query, _ = normalize_query(raw, LEXICON)
