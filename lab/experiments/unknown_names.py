@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = []
         for run in collected.runs:
             if run.case_id in decided and run.reason != names.REASON:
-                closest = () if decided[run.case_id] else tuple(dict.fromkeys(run.ranked))[:CLOSEST_MATCHES]
+                closest = () if decided[run.case_id] else run.ranked[:CLOSEST_MATCHES]  # distinct pages already
                 run = msgspec.structs.replace(run, status="no_match", reason=names.REASON, shown=(), options=closest)
                 changed += 1
             runs.append(run)

@@ -33,6 +33,8 @@ MESSAGE = "The documentation never mentions {names}."
 def unknown_names(query: NormalizedQuery) -> tuple[str, ...]:
     """The names no page mentions that decide `query` (a no match), else ()."""
     unknown = query.unknown_identifiers
+    if not unknown:
+        return ()  # the usual case: nothing more to read
     if any(is_strong(name) and name not in unknown for name in query.identifiers):
         return ()  # it names something the corpus knows too: decide as usual
     if not query.only_identifiers:
