@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from service.domain.types import Chunk
-from service.ingest.markdown import CorpusPage, CorpusRules, SeedError, parse_corpus
+from service.ingest.markdown import CorpusPage, CorpusRules, parse_corpus
 from service.ingest.seeder import default_chunker
 from service.settings import PROJECT_ROOT
 
@@ -67,13 +67,9 @@ def read_set(pool: Path, name: str, max_tokens: int) -> PoolSet:
     `max_tokens` (the flag `chunking.max_tokens`: the pool is chunked as a corpus is)."""
     folder = pool / name
     source = (folder / "SOURCE").read_text(encoding="utf-8")
-    try:
-        pages = parse_corpus(folder, CorpusRules())
-    except SeedError as err:
-        # A page the service would refuse (an include-only page with no text of its own)
-        # is left out as `seeding.ignore` leaves it, not the whole set.
-        ignore = tuple(e.path.relative_to(folder).as_posix() for e in err.errors)
-        pages = parse_corpus(folder, CorpusRules(ignore=ignore))
+    # A page with no text of its own (an include-only page, a stub named by its file) has
+    # nothing to mine: left out as `seeding.ignore` would leave it.
+    pages = [entry for entry in parse_corpus(folder, CorpusRules()) if not entry.textless]
     chunker = default_chunker(max_tokens)
     chunks = [chunk for entry in pages for chunk in chunker(entry.doc)]
     return PoolSet(name=name, folder=folder, commit=_source_field(source, "commit"),

@@ -33,7 +33,9 @@ Rules (docs/operations/seeding.md; dialects: service/ingest/dialects.py):
 - **stub**: a page with nothing to say on its own (only an include line, a
   directive, a link list, properties or components; dialects.py) is kept for
   links and `/documents` but marked; one whose body is empty once its dialect is
-  read (a `<Home />` landing page) gets its description, else its title, as text.
+  read (a `<Home />` landing page) gets its description, else its title, as text; one
+  with no text and no title at all (only `.. include::` of a file outside the corpus, an
+  empty file) is a stub named by its file.
 Broken YAML fails the seed naming the file and line; nothing is written.
 """
 
@@ -284,6 +286,8 @@ class CorpusPage:
     doc: Document
     path: Path
     page: ParsedPage
+    textless: bool = False
+    """The page has no text of its own: its content is its file's name (a stub)."""
 
 
 def _parse_entry(
@@ -305,10 +309,16 @@ def _parse_entry(
         # A landing page its generator fills with components: its name and description.
         content = _string(path, meta, "description") or _string(path, meta, "title") or page.h1 or ""
         stub = True
-    if not content.strip():
-        raise SeedFileError(path, "the document has no content")
     name = " ".join(props.get("title", "").split())
     title = _string(path, meta, "title") or name or page.h1 or unquote(relative.stem)
+    textless = not content.strip()
+    if textless:
+        # Nothing of its own, not even a title (Sphinx's `.. include:: ../../CONTRIBUTING.rst`,
+        # an empty file): kept as a stub named by its file, so that links to it resolve and one
+        # such page does not stop the corpus from seeding.
+        log.info("seed: %s has no text of its own (only an include or nothing): kept as a stub page named %r",
+                 relative.as_posix(), title)
+        content, stub = title, True
     category = _string(path, meta, "category") or props.get("category", "").strip()
     if not category:
         category = name_slug(relative.parts[0]) if len(relative.parts) > 1 else rules.default_category
@@ -331,7 +341,7 @@ def _parse_entry(
             title=title, category=category, keywords=keywords, summary=summary, content=content
         ),
         stub=stub,
-    ), path=path, page=page)
+    ), path=path, page=page, textless=textless)
 
 
 def _keywords(path: Path, page: ParsedPage) -> tuple[str, ...]:
@@ -469,4 +479,4 @@ def _named_by_title_property(entry: CorpusPage, seeds_dir: Path) -> CorpusPage:
     slug = path_slug(PurePosixPath(entry.path.relative_to(seeds_dir).as_posix()), name)
     if slug == entry.doc.slug:
         return entry
-    return CorpusPage(doc=msgspec.structs.replace(entry.doc, slug=slug), path=entry.path, page=entry.page)
+    return dataclasses.replace(entry, doc=msgspec.structs.replace(entry.doc, slug=slug))

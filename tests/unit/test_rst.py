@@ -260,6 +260,24 @@ def test_an_unreadable_page_is_rejected_with_its_reason(tmp_path: Path) -> None:
     assert "a line longer than 100,000 characters" in str(info.value)
 
 
+def test_an_include_only_page_seeds_as_a_stub_named_by_its_file(tmp_path: Path) -> None:
+    """pytest's, celery's and sphinx's docs each hold a page that is only
+    `.. include:: ../../CONTRIBUTING.rst` (a file outside the docs): the corpus seeds, the page is
+    a stub named by its file that links to it still reach, and the other pages are all there."""
+    write(tmp_path, "index.rst", "Home\n====\n\nSee :doc:`contributing` and :doc:`guide`.\n")
+    write(tmp_path, "guide.rst", "Guide\n=====\n\nRun the tests with tox.\n")
+    write(tmp_path, "contributing.rst", ".. _contributing:\n\n.. include:: ../../CONTRIBUTING.rst\n")
+    write(tmp_path, "empty.rst", "")
+    documents, _, broken = prepare(tmp_path, chunk_document, SeedOptions())
+    by_slug = {d.slug: d for d in documents}
+    assert sorted(by_slug) == ["contributing", "empty", "guide", "index"]
+    assert by_slug["contributing"].stub and by_slug["contributing"].title == "contributing"
+    assert by_slug["empty"].stub and not by_slug["guide"].stub
+    assert broken == []
+    textless = [entry.doc.slug for entry in parse_corpus(tmp_path) if entry.textless]
+    assert textless == ["contributing", "empty"]
+
+
 def test_a_page_docutils_cannot_read_in_its_budget_is_refused_and_the_next_page_reads() -> None:
     """docutils' parser is superlinear on some inputs: the page's parse runs in a worker process
     that is replaced when it overruns, and the page gets a reason naming the budget."""
