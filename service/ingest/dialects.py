@@ -105,8 +105,15 @@ def dialect_spec(name: str | Dialect) -> DialectSpec:
 _DOCS_DIR = re.compile(r"^docs_dir:\s*['\"]?([^'\"#\s]+)", re.MULTILINE)
 SNIFF_BYTES = 65_536
 """Bytes of each page the content sniff reads (detection stays cheap on huge pages)."""
-_SNIFF_MKDOCS = re.compile(r"^(?:!!!|\?\?\?\+?) \w|^--8<--|^::: [\w.]+\.[\w.]+\s*$|\{:? ?#[\w-]+ ?\}", re.MULTILINE)
-_SNIFF_VITEPRESS = re.compile(r"^::: ?(?:code-group|details|danger|info)\b|^<script setup", re.MULTILINE)
+# A tight `{#id}` heading id is left out: MkDocs, VitePress and Docusaurus all write it.
+_SNIFF_MKDOCS = re.compile(
+    r"^(?:!!!|\?\?\?\+?) \w|^--8<--|^::: [\w.]+\.[\w.]+\s*$|\{(?::\s*|\s+)#[\w-]+[^{}\n]*\}", re.MULTILINE)
+# VitePress (and VuePress) write a space after `:::` (`::: tip`); Docusaurus and Starlight do not.
+_SNIFF_VITEPRESS = re.compile(
+    r"^::: (?:tip|warning|danger|info|note|details|code-group)\b|^:::(?:code-group|details)\b|^<script setup|^<<< ",
+    re.MULTILINE)
+_SNIFF_DOCUSAURUS = re.compile(r"^:::(?:note|tip|info|caution|danger|warning|important|success)\b", re.MULTILINE)
+_DOCUSAURUS_FRONT_MATTER = re.compile(r"\A---\r?\n(?:(?!---).*\r?\n)*?(?:sidebar_position|sidebar_label|id):")
 
 
 def detect_dialect(root: Path, pages: Sequence[Path] = ()) -> Dialect:
@@ -116,10 +123,11 @@ def detect_dialect(root: Path, pages: Sequence[Path] = ()) -> Dialect:
     `docs_dir` (default `docs`) is the root; `.vitepress/` in the root;
     `docusaurus.config.*` beside the root; `astro.config.*` in the project whose
     `src/content/docs` is the root. Without one (a copied docs folder; `.rst` pages
-    are not looked at, they have their own reader): `.mdx` pages → mdx; else the more
-    frequent of MkDocs markers (`!!! note`, `--8<--`, `::: a.b`, `{ #id }`) and
-    VitePress markers (`::: code-group` / `details` / `danger` / `info`,
-    `<script setup>`); else markdown.
+    are not looked at, they have their own reader): `.mdx` pages → mdx; else the most
+    frequent of MkDocs markers (`!!! note`, `--8<--`, `::: a.b`, `{ #id }`), VitePress
+    markers (`::: tip` with its space, `::: code-group` / `details`, `<script setup>`,
+    `<<< snippet`) and Docusaurus markers (`:::note` without one, a page whose front
+    matter has `id`, `sidebar_label` or `sidebar_position`); else (none, or a tie) markdown.
     """
     root = root.resolve()
     pages = [p for p in pages if p.suffix != ".rst"]  # Sphinx pages have their own reader
@@ -136,16 +144,15 @@ def detect_dialect(root: Path, pages: Sequence[Path] = ()) -> Dialect:
         return Dialect.starlight
     if any(p.suffix == ".mdx" for p in pages):
         return Dialect.mdx
-    mkdocs = vitepress = 0
+    markers = {Dialect.mkdocs: 0, Dialect.vitepress: 0, Dialect.docusaurus: 0}
     for page in pages:
         text = _sniff(page, root)
-        mkdocs += len(_SNIFF_MKDOCS.findall(text))
-        vitepress += len(_SNIFF_VITEPRESS.findall(text))
-    if mkdocs > vitepress:
-        return Dialect.mkdocs
-    if vitepress > mkdocs:
-        return Dialect.vitepress
-    return Dialect.markdown
+        markers[Dialect.mkdocs] += len(_SNIFF_MKDOCS.findall(text))
+        markers[Dialect.vitepress] += len(_SNIFF_VITEPRESS.findall(text))
+        markers[Dialect.docusaurus] += len(_SNIFF_DOCUSAURUS.findall(text)) + bool(_DOCUSAURUS_FRONT_MATTER.match(text))
+    most = max(markers.values())
+    leaders = [dialect for dialect, count in markers.items() if count == most]
+    return leaders[0] if most and len(leaders) == 1 else Dialect.markdown
 
 
 def _sniff(page: Path, root: Path) -> str:

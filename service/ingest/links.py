@@ -23,7 +23,7 @@ page and anchor however many links point there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -115,8 +115,14 @@ class CorpusLinks:
         self.root = seeds_dir.resolve()
         self.by_name: dict[str, CorpusPage] = {}
         self.by_file: dict[Path, CorpusPage] = {}
+        self.by_slug: dict[str, CorpusPage] = {}
         for entry in corpus:
             self.by_file[entry.path.resolve()] = entry
+            self.by_slug[entry.doc.slug] = entry
+            doc_id = entry.page.meta.get("id")
+            if isinstance(doc_id, str) and doc_id.strip("/"):  # Docusaurus: the id replaces the file's name
+                folder = entry.path.resolve().parent.relative_to(self.root).as_posix()
+                self.by_slug.setdefault(f"{folder}/{doc_id.strip('/')}".lstrip("./").lower(), entry)
             for name in _names(entry):
                 self.by_name.setdefault(name, entry)
         self.excluded_files = frozenset(p.resolve() for p in excluded)
@@ -193,6 +199,24 @@ def _page_files(file: Path, suffix: str) -> list[Path]:
     return [*pages, *(stem / name for name in _INDEX_FILES)]
 
 
+def _under_base_path(relative: PurePosixPath, suffix: str, root: Path) -> list[Path]:
+    """A site may serve the tree under a base path (Docusaurus' `/docs/`, a project's
+    `/en/stable/`): an absolute link whose first folder the tree does not have is also read
+    without it (`/docs/options#quotes` → `options`)."""
+    parts = relative.parts[1:]
+    if len(parts) < 2 or (root / parts[0]).exists():
+        return []
+    return _page_files((root / "/".join(parts[1:])).resolve(), suffix)
+
+
+def _by_slug(relative: PurePosixPath, by_slug: Mapping[str, CorpusPage]) -> CorpusPage | None:
+    """The page whose front matter `slug` gives it this address (Docusaurus' `slug: /quickstart`,
+    linked as `/docs/quickstart`), with or without the site's base path."""
+    path = str(relative.with_suffix("") if relative.suffix.lower() == ".html" else relative).strip("/").lower()
+    rest = path.partition("/")[2]
+    return by_slug.get(path) or (by_slug.get(rest) if rest else None)
+
+
 def _has_anchor(entry: CorpusPage, heading: str) -> bool:
     anchors = entry.page.anchors
     return not heading or anchor_slug(heading) in anchors or heading in anchors
@@ -242,7 +266,11 @@ def _resolve(link: Link, doc: CorpusPage, path: Path, known: CorpusLinks) -> _Ju
         # to the page's own address, one folder deeper than its file (MkDocs serves `a/page.md`
         # at `a/page/`): both readings are tried.
         candidates += _page_files((path.with_suffix("") / str(relative)).resolve(), suffix)
+    if relative.is_absolute():
+        candidates += _under_base_path(relative, suffix, known.root)
     target = next((known.by_file[f] for f in candidates if f in known.by_file), None)
+    if target is None and relative.is_absolute():
+        target = _by_slug(relative, known.by_slug)
     if target is None:
         if any(f in known.excluded_files for f in candidates):
             return _Judged("excluded")
