@@ -313,6 +313,8 @@ def decide_calibrated(
     action = choose(p, score_ratio=ratio, has_second=second is not None, point=point)
     ranked[0] = _with_line(ranked[0], why)
     if action == "no_match":
+        if p < point.closest_matches_min_p:  # the closest pages would be noise
+            return NoMatch(message=clarify.NO_MATCH, reason="calibrated_no_match", confidence=conf)
         closest = pages[:CLOSEST_MATCHES]
         return NoMatch(message=clarify.closest_matches(closest), reason="calibrated_no_match", confidence=conf,
                        options=tuple(option_of(e) for e in closest))

@@ -375,8 +375,8 @@ def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[s
     if nothing_similar(f, point):  # phase 3 only: other phases' points have no floor
         return "no_match", (), ()
     action = choose(p, score_ratio=f["score_ratio"], has_second=len(ranked) > 1, point=point)
-    if action == "no_match":  # the closest pages offered
-        return "no_match", (), ranked[:CLOSEST_MATCHES]
+    if action == "no_match":  # the closest pages offered, unless p says they are noise
+        return "no_match", (), ranked[:CLOSEST_MATCHES] if p >= point.closest_matches_min_p else ()
     if action == "answer" or (action == "weak" and len(ranked) == 1):  # the only page answers
         if content_leads(ranked, run.stubs.__contains__):  # `content_first`
             ranked = tuple(page for page in ranked if page not in run.stubs)

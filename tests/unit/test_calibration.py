@@ -236,13 +236,16 @@ def test_a_portable_fit_ignores_the_corpus_scaled_signals_and_decides_with_its_o
     )
     assert model.fits(pages_fingerprint(["any/page"])) and model.fits("")
     # Every fit decides with its own points unless a flag overrides one (the flag wins).
-    assert model.points(DecisionFlags()).at(2) == DecisionPoint(answer_p=0.8, no_match_p=0.2, ambiguity_ratio=0.9)
+    assert model.points(DecisionFlags()).at(2) == DecisionPoint(
+        answer_p=0.8, no_match_p=0.2, ambiguity_ratio=0.9, closest_matches_min_p=DecisionFlags().closest_matches_min_p)
     assert model.points(own_points) == own_points
     only_answer = msgspec.structs.replace(DecisionFlags(), answer_p=(0.6, 0.6, 0.6))
-    assert model.points(only_answer).at(2) == DecisionPoint(answer_p=0.6, no_match_p=0.2, ambiguity_ratio=0.9)
+    assert model.points(only_answer).at(2) == DecisionPoint(
+        answer_p=0.6, no_match_p=0.2, ambiguity_ratio=0.9, closest_matches_min_p=DecisionFlags().closest_matches_min_p)
     own = msgspec.structs.replace(model, portable=False, pages_fingerprint=pages_fingerprint(["a/x"]))
     assert own.points(DecisionFlags()).at(3) == DecisionPoint(
-        answer_p=0.7, no_match_p=0.1, ambiguity_ratio=0.85, nothing_similar_below=DecisionFlags().nothing_similar_below)
+        answer_p=0.7, no_match_p=0.1, ambiguity_ratio=0.85, nothing_similar_below=DecisionFlags().nothing_similar_below,
+        closest_matches_min_p=DecisionFlags().closest_matches_min_p)
     assert own.fits(pages_fingerprint(["a/x"])) and not own.fits(pages_fingerprint(["b/y"]))
 
 
@@ -297,6 +300,28 @@ def test_at_phase_3_nothing_near_the_query_is_a_no_match_however_sure_p_is(
         ("NoMatch", True) if expected == "no_match" else ("Answer", False))
     if expected == "no_match":
         assert not decision.options and not decision.message.endswith("?")
+
+
+@pytest.mark.parametrize(("p", "offered"), [(0.3, ("a/near", "b/next")), (0.01, ())])
+def test_a_no_match_offers_its_closest_pages_only_when_p_says_they_may_help(p: float, offered: tuple[str, ...]) -> None:
+    """"What is the capital of France" on a framework's docs: p is near 0 and the closest pages
+    ("Component v-model") are noise, so the reply is the plain no match; an unsure in-domain
+    question (p 0.3, under the no-match point) still gets them. The replay decides the same."""
+    from service.decide.calibration import decide_calibrated
+    from service.decide.decider import replayed_status
+    from service.evaluation.decision_metrics import CaseRun
+
+    point = DecisionPoint(answer_p=0.7, no_match_p=0.5, ambiguity_ratio=0.9,
+                          closest_matches_min_p=DecisionFlags().closest_matches_min_p)
+    decision = decide_calibrated([ev("a/near", 1.0), ev("b/next", 0.5)], Q, p, "why", point)
+    assert type(decision).__name__ == "NoMatch"
+    assert tuple(o.doc_slug for o in decision.options) == offered
+    assert ("closest matches" in decision.message.lower()) == bool(offered)
+    features = dict.fromkeys(FEATURES, 0.0) | {"top_score": 1.0, "tokens": 2.0, "score_ratio": 0.5,
+                                               "top_similarity": 0.4}
+    run = CaseRun(case_id="c", phase=3, policy="seed_rules", status="answer", reason="r", shown=(),
+                  ranked=("a/near", "b/next"), options=(), features=features)
+    assert replayed_status(run, p, point) == ("no_match", (), offered)
 
 
 def test_held_out_p_is_not_over_confident_where_the_fit_memorises_its_dev_cases() -> None:
