@@ -10,6 +10,10 @@ service`'s) with one change to the replayed routing (`decider.replayed_status`, 
 fits' grid uses too): a run the seed rules decided as two needs (reason `multi_intent`, their
 two pages first among `shown`) that p would not answer becomes a clarification offering those
 two pages (`clarify`) or an answer led by them (`answer`). Nothing is served.
+
+Since 2026-11-27 (night) the service itself asks between the two pages when both are among the
+whole message's first three (`decider.two_needs_question`, `TWO_NEEDS_DEPTH`; it was measured
+here as a third mode first): `clarify` now measures dropping that condition.
 """
 
 from __future__ import annotations

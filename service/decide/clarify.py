@@ -17,6 +17,8 @@ NO_MATCH_LEAD = "I couldn't find a page that answers that."
 CLOSEST = "The closest matches are {pages}."
 SINGLE_LOW_CONFIDENCE = "I think you mean {top_a}. Is that right?"
 MULTI_INTENT = "Which one should I go deeper on?"
+# Two needs p would not answer: the message's two pages, asked about (issue 40 item 4).
+TWO_NEEDS = "You asked about two things: {top_a} ({category_a}) and {top_b} ({category_b}). Which one first?"
 # Small talk gets a reply of its own (status no_match, reason small_talk), never a page.
 SMALL_TALK = {
     "greeting": "Hello! Ask me about anything in the documentation and I'll find the page that explains it.",
@@ -52,3 +54,8 @@ def closest_matches(pages: Sequence[Evidence], lead: str = NO_MATCH_LEAD) -> str
 
 def single_low_confidence(top: Evidence) -> str:
     return SINGLE_LOW_CONFIDENCE.format(top_a=top.title)
+
+
+def two_needs(first: Evidence, second: Evidence) -> str:
+    return TWO_NEEDS.format(top_a=first.title, category_a=first.category, top_b=second.title,
+                            category_b=second.category)
