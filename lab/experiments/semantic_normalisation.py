@@ -6,7 +6,9 @@ keyword match outranks the keyword leg's `tutorial/dependencies`. Variants, each
 `weighted_sum_fusion` where service/scoring/hybrid.py calls it, in this process only:
 
 - `scale a-b`: the semantic weight times clip((best cosine - a) / (b - a), 0, 1);
-- `abs lo-hi`: each cosine normalised on a fixed range, clip((s - lo) / (hi - lo), 0, 1).
+- `abs lo-hi`: each cosine normalised on a fixed range, clip((s - lo) / (hi - lo), 0, 1);
+- `mixed k/s`: the service's fusion with other weights for mixed queries (short phrases that
+  are neither questions nor code: `fusion.weights.mixed`, 0.4/0.6 in service).
 
     .venv/bin/python -m lab.experiments.semantic_normalisation [--out FILE] [SET ...]
 
@@ -27,7 +29,7 @@ import service.scoring.hybrid as hybrid
 from lab.evaluation.kinds import corpus_dir, first_relevant_rank, open_session, ranked_cases
 from service.db.server import run_with_database
 from service.evaluation.labelled import load_labelled_set
-from service.flags import load_flags
+from service.flags import apply_overrides, load_flags
 from service.scoring import fusion
 from service.settings import PROJECT_ROOT, load_settings
 
@@ -60,9 +62,11 @@ def absolute(low: float, high: float) -> Fuse:
     return fuse
 
 
-VARIANTS: dict[str, Fuse] = {
-    "service (min-max)": SERVICE, "scale .15-.3": scaled(0.15, 0.3), "scale .2-.4": scaled(0.2, 0.4),
-    "scale .25-.45": scaled(0.25, 0.45), "abs .1-.6": absolute(0.1, 0.6), "abs .2-.7": absolute(0.2, 0.7),
+VARIANTS: dict[str, tuple[Fuse, dict[str, Any]]] = {
+    "service (min-max)": (SERVICE, {}), "scale .15-.3": (scaled(0.15, 0.3), {}), "scale .2-.4": (scaled(0.2, 0.4), {}),
+    "scale .25-.45": (scaled(0.25, 0.45), {}), "abs .1-.6": (absolute(0.1, 0.6), {}),
+    "abs .2-.7": (absolute(0.2, 0.7), {}),
+    **{f"mixed {k}/{round(1 - k, 1)}": (SERVICE, {"fusion.weights.mixed": [k, round(1 - k, 1)]}) for k in (0.3, 0.5, 0.6)},
 }
 
 
@@ -75,9 +79,9 @@ async def collect(admin_dsn: str, names: Sequence[str]) -> dict[str, list[Row]]:
         cases = ranked_cases(labelled)
         session, pool = await open_session(admin_dsn, settings, flags, corpus_dir(corpus, settings, None), corpus)
         try:
-            for label, fuse in VARIANTS.items():
+            for label, (fuse, overrides) in VARIANTS.items():
                 setattr(hybrid, "weighted_sum_fusion", fuse)  # noqa: B010 (this process only)
-                rankings = await session.rankings(cases, flags, 3)
+                rankings = await session.rankings(cases, apply_overrides(flags, overrides), 3)
                 rows.setdefault(label, []).extend(
                     (name, c.id, c.split, c.kind, first_relevant_rank(rankings[c.id], c.pages)) for c in cases)
         finally:
