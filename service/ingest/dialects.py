@@ -16,7 +16,7 @@ markdown-it parse of service/ingest/parse.py:
   ("Tip: Title"; a details block its title; a code group nothing). MkDocs:
   mkdocstrings `::: package.Object` becomes the object's name (its options go) and
   an anchor of that name, `!!! note "Title"` admonitions a label line over their
-  dedented text. Every dialect drops `<script>` / `<style>` blocks.
+  dedented text, and so do content tabs (`=== "pip"` → "pip:"). Every dialect drops `<script>` / `<style>` blocks.
 - **anchors** (`Anchors`): a heading's URL fragment computed the way the generator
   computes it, duplicates numbered as it numbers them: GitHub (github-slugger:
   Docusaurus, Starlight, plain Markdown), VitePress (@mdit-vue/shared `slugify`:
@@ -326,6 +326,8 @@ _CONTAINER = re.compile(r"^(\s*)(:{3,})[ \t]*([A-Za-z][\w-]*)?[ \t]*(?:\[([^\]\n
 _CONTAINER_CLOSE = re.compile(r"^\s*:{3,}\s*$")
 _MKDOCSTRINGS = re.compile(r"^(\s*(?:>\s*)*(?:#{1,6}\s+)?):::[ \t]+([\w.:-]+)\s*$")
 _ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+\"([^\"]*)\")?\s*$")
+# Material's content tabs (pymdownx.tabbed): `=== "pip"`, its text indented below it.
+_CONTENT_TAB = re.compile(r"^(\s*)===[+!]?[ \t]+\"([^\"]*)\"\s*$")
 _SCRIPT_OPEN = re.compile(r"^\s*<(script|style)\b[^>]*>", re.IGNORECASE)
 _INCLUDE = re.compile(r"^\s*(?:--8<--|\{%\s*include\b|<<<\s|!include\b|\{!.*!\}\s*$)")
 # Text a build hook writes in: Material's documentation shortcodes (`<!-- md:setting x -->` makes
@@ -469,6 +471,11 @@ class _Rewriter:
             if admonition is not None:
                 indent, kind, title = admonition.groups()
                 self._emit(f"{indent}{_label(kind, title)}", structure=True)
+                return self._admonition_body(lines, i + 1, len(indent))
+            tab = _CONTENT_TAB.match(line)
+            if tab is not None:  # its label over its text, as a TabItem reads ("pip:")
+                indent, label = tab.groups()
+                self._emit(f"{indent}{label.strip()}:", structure=True)
                 return self._admonition_body(lines, i + 1, len(indent))
         if self.spec.containers or self.mdx:
             if _CONTAINER_CLOSE.match(line) and self.stack and self.stack[-1].name.startswith(":"):

@@ -27,6 +27,7 @@ section; any other bullet (with its children) is a list block of the section.
 
 from __future__ import annotations
 
+import html
 import itertools
 import re
 import textwrap
@@ -563,7 +564,7 @@ class _Walker:
     def add(self, kind: BlockKind, token: Token, plain: str, items: tuple[str, ...] = ()) -> None:
         source = self.source(token)
         text = source if kind == "code" else clean_markdown(source)
-        if not text.strip():
+        if not html.unescape(text).strip():  # `&nbsp;` alone (a spacer above a title) says nothing
             return
         self.blocks.append(Block(kind, text, items))
         if plain.strip():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from service.domain.types import Document
 from service.ingest.chunker import chunk_document
 from service.ingest.dialects import Dialect
 from service.ingest.links import LinkCheck, check_links
@@ -180,3 +181,29 @@ def test_materials_option_anchors_are_unverifiable(tmp_path: Path) -> None:
     assert [(a.slug, a.anchor, a.links) for a in check.unverifiable] == [
         ("plugins/social", "meta.social.cards_layout", 2), ("plugins/social", "metdata", 1)]
     assert [b.target for b in check.broken] == ["#nowhere"]
+
+
+# --- Material's content tabs and spacer entities ---------------------------------------
+
+
+def test_a_content_tab_reads_as_its_label_over_its_text() -> None:
+    """Starlette's middleware page shows a "✅ Do" and a "❌ Don't" tab (pymdownx.tabbed), each an
+    indented fenced block: read as CommonMark, the indentation made the fence literal text of an
+    indented code block. Each tab is now its label over its dedented text, as `!!! note` is."""
+    page = parse_page((TESTS / "corpora" / "starlette-docs" / "middleware.md").read_text(encoding="utf-8"),
+                      Dialect.mkdocs)
+    assert "✅ Do:\n\n```python\nfrom starlette.datastructures import Headers" in page.body
+    assert "❌ Don't:" in page.body and '=== "' not in page.body
+    document = Document(slug="middleware", category="general", title="Middleware", content=page.body,
+                        keywords=(), summary="", content_hash="h")
+    assert not any('=== "' in c.content for c in chunk_document(document))
+
+
+def test_a_spacer_entity_alone_is_no_chunk(tmp_path: Path) -> None:
+    """Redux's API pages open with `&nbsp;` above their title (Docusaurus' `hide_title`): that
+    paragraph was a chunk of its own whose text was "&nbsp;"."""
+    root = write(tmp_path, {"api/compose.md": "---\nid: compose\nhide_title: true\n---\n\n&nbsp;\n\n"
+                            "# `compose(...functions)`\n\n## Overview\n\nComposes functions from right to left.\n"})
+    _, chunks, _ = prepare(root, chunk_document, SeedOptions())
+    assert [c.content for c in chunks if "nbsp" in c.content] == []
+    assert any("Composes functions" in c.content for c in chunks)
