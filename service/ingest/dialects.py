@@ -325,7 +325,9 @@ _JSX_ATTR = re.compile(r"(?<![\w:-])([\w:-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|\{
 _CONTAINER = re.compile(r"^(\s*)(:{3,})[ \t]*([A-Za-z][\w-]*)?[ \t]*(?:\[([^\]\n]*)\])?[ \t]*(?:\{[^}\n]*\})?[ \t]*(.*)")
 _CONTAINER_CLOSE = re.compile(r"^\s*:{3,}\s*$")
 _MKDOCSTRINGS = re.compile(r"^(\s*(?:>\s*)*(?:#{1,6}\s+)?):::[ \t]+([\w.:-]+)\s*$")
-_ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+\"([^\"]*)\")?\s*$")
+# python-markdown's admonition: a type, more words as CSS classes (`!!! note Referencing a resolver`
+# shows "Note"), an optional quoted title that may hold quotes itself (`"on the "jsonable" nature"`).
+_ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+[\w-]+)*(?:[ \t]+\"(.*)\")?[ \t]*$")
 # Material's content tabs (pymdownx.tabbed): `=== "pip"`, its text indented below it.
 _CONTENT_TAB = re.compile(r"^(\s*)===[+!]?[ \t]+\"([^\"]*)\"\s*$")
 _SCRIPT_OPEN = re.compile(r"^\s*<(script|style)\b[^>]*>", re.IGNORECASE)

@@ -207,3 +207,14 @@ def test_a_spacer_entity_alone_is_no_chunk(tmp_path: Path) -> None:
     _, chunks, _ = prepare(root, chunk_document, SeedOptions())
     assert [c.content for c in chunks if "nbsp" in c.content] == []
     assert any("Composes functions" in c.content for c in chunks)
+
+
+def test_an_admonition_with_class_words_or_quotes_in_its_title_reads_as_one() -> None:
+    """Traefik writes `!!! note Referencing a certificate resolver` (python-markdown shows "Note":
+    the other words are classes) and Pydantic `!!! note "on the "jsonable" nature of JSON schema"`:
+    both were left as text, their indented bodies read as code."""
+    page = parse_page("Intro.\n\n!!! note Referencing a certificate resolver\n    Defining a resolver is not enough.\n\n"
+                      '!!! note "on the "jsonable" nature of JSON schema"\n    Regarding JSON.\n', Dialect.mkdocs)
+    assert "Note:\nDefining a resolver is not enough." in page.body
+    assert 'Note: on the "jsonable" nature of JSON schema\nRegarding JSON.' in page.body
+    assert "!!!" not in page.body and "    " not in page.body
