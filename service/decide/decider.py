@@ -346,18 +346,20 @@ both pages among its first three: a split on a single need's "and" ("keep passwo
 code and load settings from a dotenv file") gives pages the whole message does not rank there.
 Over the twelve labelled sets it took multi-intent messages with both pages offered from 62.3 to
 72.1 % (test) and changed the question of 7 single needs (24 without the depth); right outcomes
-unchanged (lab.experiments.two_needs_on_non_answers clarify-agreed)."""
+unchanged (`eval-decisions --cross-corpus`, lab/results/decisions/cross-corpus-twelve-2026-11-27f.txt;
+without the depth: `python -m lab.experiments.two_needs_on_non_answers clarify`)."""
 
 
 def two_needs_question(decision: Clarify | NoMatch, ranking: Sequence[Evidence], multi: Answer) -> Decision:
     """The two needs' pages offered as a question ("You asked about two things: A and B. Which one
     first?") when both are among the whole message's first `TWO_NEEDS_DEPTH` pages, else
     `decision` as it was."""
-    first = {e.doc_slug for e in distinct_documents(ranked_by_score(ranking), TWO_NEEDS_DEPTH)}
+    ranked = ranked_by_score(ranking)
+    first = {e.doc_slug for e in distinct_documents(ranked, TWO_NEEDS_DEPTH)}
     pages = multi_intent_on(ranking, multi).results[:2]
     if len(pages) < 2 or not {e.doc_slug for e in pages} <= first:
         return decision
-    return Clarify(results=tuple(ranked_by_score(ranking)), confidence=decision.confidence,
+    return Clarify(results=tuple(ranked), confidence=decision.confidence,
                    message=clarify.two_needs(pages[0], pages[1]), options=tuple(option_of(e) for e in pages),
                    reason="calibrated_two_needs_question")
 

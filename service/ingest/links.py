@@ -121,8 +121,8 @@ class CorpusLinks:
             self.by_slug[entry.doc.slug] = entry
             doc_id = entry.page.meta.get("id")
             if isinstance(doc_id, str) and doc_id.strip("/"):  # Docusaurus: the id replaces the file's name
-                folder = entry.path.resolve().parent.relative_to(self.root).as_posix()
-                self.by_slug.setdefault(f"{folder}/{doc_id.strip('/')}".lstrip("./").lower(), entry)
+                folder = PurePosixPath(entry.path.resolve().parent.relative_to(self.root).as_posix())
+                self.by_slug.setdefault((folder / doc_id.strip("/")).as_posix().lower(), entry)
             for name in _names(entry):
                 self.by_name.setdefault(name, entry)
         self.excluded_files = frozenset(p.resolve() for p in excluded)
