@@ -34,14 +34,14 @@ async def load_documents(pool: asyncpg.Pool[Any]) -> list[Document]:
 async def load_chunks(pool: asyncpg.Pool[Any]) -> list[Chunk]:
     rows = await pool.fetch(
         "select doc_slug, category, title, header_path, chunk_index, content, keywords,"
-        " chunk_hash, token_count, anchor from docs_knowledge_chunks order by doc_slug, chunk_index"
+        " chunk_hash, token_count, anchor, linked_names from docs_knowledge_chunks order by doc_slug, chunk_index"
     )
     return [
         Chunk(
             doc_slug=r["doc_slug"], category=r["category"], title=r["title"],
             header_path=r["header_path"], chunk_index=r["chunk_index"], content=r["content"],
             keywords=tuple(r["keywords"]), chunk_hash=r["chunk_hash"],
-            token_count=r["token_count"], anchor=r["anchor"],
+            token_count=r["token_count"], anchor=r["anchor"], linked_names=tuple(r["linked_names"]),
         )
         for r in rows
     ]

@@ -49,6 +49,9 @@ class Chunk(Base, frozen=True):
     token_count: int
     anchor: str = ""
     """URL fragment of the chunk's heading (`pin-a-command`); "" before the first heading."""
+    linked_names: tuple[str, ...] = ()
+    """Names other sections link to this one by (`[store.$onAction](./actions.md#…)`): it
+    explains them (service/ingest/linked_names.py)."""
 
     @property
     def chunk_id(self) -> str:

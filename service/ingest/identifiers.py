@@ -88,15 +88,25 @@ class _Collector:
         if defined:
             self.defined.add(name)
 
+    def define(self, name: str) -> None:
+        """Mark a name the unit explains, counting no showing of it (a link elsewhere names it)."""
+        if name.rstrip(".:-") in self.count:
+            self.defined.add(name.rstrip(".:-"))
+        else:
+            self.add(name, defined=True)
+
     def result(self) -> tuple[Identifier, ...]:
         ranked = sorted(self.count, key=lambda n: (n not in self.defined, -self.count[n], self.order[n]))
         return tuple(Identifier(n, n in self.defined, self.count[n]) for n in ranked[:MAX_PER_UNIT])
 
 
-def identifiers_of(markdown: str, headings: Iterable[str] = ()) -> tuple[Identifier, ...]:
+def identifiers_of(markdown: str, headings: Iterable[str] = (), linked: Iterable[str] = ()) -> tuple[Identifier, ...]:
     """The names a unit shows (module doc). `headings`: headings the unit is under whose lines
-    are not in its text (a chunk's header path, a page's title)."""
+    are not in its text (a chunk's header path, a page's title); `linked`: names other pages'
+    links point at the unit by (`Chunk.linked_names`), which it defines."""
     found = _Collector()
+    for name in linked:
+        found.define(name)
     for heading in headings:
         _heading(heading, found, code=False)
     fence: str | None = None
@@ -250,6 +260,18 @@ def _single_name(text: str) -> str | None:
     if lead is None or _CALL.fullmatch(text[lead.end():]) is None:
         return None
     return lead.group(0)
+
+
+def linked_name(text: str) -> str | None:
+    """The name a link's text is, when it is one (`` `<Card>` ``, `store.$onAction`, `` `nav` ``):
+    in code whatever its shape, else a strong name; else None (a link to a page by its words)."""
+    text = text.strip()
+    spans = list(code_spans(text))
+    if len(spans) == 1 and spans[0] == (0, len(text)):
+        code = text.strip("`").strip().strip("<>/ ")
+        return _single_name(code)
+    name = _single_name(text)
+    return name if name is not None and is_strong(name) and _named_in_prose(name) else None
 
 
 def _one_code_span(line: str) -> str | None:

@@ -24,6 +24,7 @@ import asyncpg
 
 from service.domain.types import Base, Chunk, Document
 from service.flags import Flags
+from service.ingest.linked_names import with_linked_names
 from service.ingest.links import LinkCheck, check_links
 from service.ingest.markdown import (
     CorpusRules,
@@ -91,7 +92,7 @@ def default_chunker(max_tokens: int = 450) -> Chunker:
 def _chunk_row(c: Chunk) -> tuple[Any, ...]:
     """Every stored column of a chunk, in comparison order."""
     return (c.category, c.title, c.header_path, c.content, list(c.keywords), c.chunk_hash,
-            c.token_count, c.anchor)
+            c.token_count, c.anchor, list(c.linked_names))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,8 @@ def _prepare(
     started = time.perf_counter()
     corpus = parse_corpus(seeds_dir, options.rules)
     parse_ms = (time.perf_counter() - started) * 1000 / max(len(corpus), 1)
-    links = check_links(corpus, seeds_dir, ignored_files(seeds_dir, options.rules))
+    excluded = ignored_files(seeds_dir, options.rules)
+    links = check_links(corpus, seeds_dir, excluded)
     broken = links.broken
     if broken and options.broken_links == "fail":
         raise SeedError([SeedFileError(b.path, f"line {b.line}: broken link {b.target!r}: {b.reason}")
@@ -136,7 +138,7 @@ def _prepare(
                  " seeding.ignore leaves out, %d to pages Logseq makes for a [[name]]", links.external,
                  links.excluded, links.unwritten)
     documents = [entry.doc for entry in corpus]
-    chunks = [chunk for doc in documents for chunk in chunker(doc)]
+    chunks = with_linked_names(corpus, [chunk for doc in documents for chunk in chunker(doc)], seeds_dir, excluded)
     return documents, chunks, links, parse_ms
 
 
@@ -214,11 +216,11 @@ async def _sync_chunks(
     stored = {
         (r["doc_slug"], r["chunk_index"]): (
             r["category"], r["title"], r["header_path"], r["content"], list(r["keywords"]),
-            r["chunk_hash"], r["token_count"], r["anchor"],
+            r["chunk_hash"], r["token_count"], r["anchor"], list(r["linked_names"]),
         )
         for r in await conn.fetch(
             "select doc_slug, chunk_index, category, title, header_path, content, keywords,"
-            " chunk_hash, token_count, anchor from docs_knowledge_chunks"
+            " chunk_hash, token_count, anchor, linked_names from docs_knowledge_chunks"
         )
     }
     wanted = {(c.doc_slug, c.chunk_index): c for c in chunks}
@@ -238,14 +240,14 @@ async def _sync_chunks(
         await conn.executemany(
             """insert into docs_knowledge_chunks
                    (doc_slug, chunk_index, category, title, header_path, content, keywords,
-                    chunk_hash, token_count, anchor)
-               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                    chunk_hash, token_count, anchor, linked_names)
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                on conflict (doc_slug, chunk_index) do update
                   set category = excluded.category, title = excluded.title,
                       header_path = excluded.header_path, content = excluded.content,
                       keywords = excluded.keywords, chunk_hash = excluded.chunk_hash,
                       token_count = excluded.token_count, anchor = excluded.anchor,
-                      updated_at = now()""",
+                      linked_names = excluded.linked_names, updated_at = now()""",
             [(c.doc_slug, c.chunk_index, *_chunk_row(c)) for c in [*new, *changed]],
         )
     return SeedCounts(

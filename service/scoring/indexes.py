@@ -125,7 +125,10 @@ def build_indexes(
     extra_known_terms: Sequence[str] = (),
 ) -> CorpusIndexes:
     """Known terms, vocabulary and names first, then the document and chunk indexes."""
-    names = [identifiers_of(d.content, (d.title,)) for d in documents]
+    linked: dict[str, list[str]] = {}
+    for chunk in chunks:
+        linked.setdefault(chunk.doc_slug, []).extend(chunk.linked_names)
+    names = [identifiers_of(d.content, (d.title,), dict.fromkeys(linked.get(d.slug, ()))) for d in documents]
     lexicon = build_lexicon(
         titles=[d.title for d in documents],
         keywords=[k for d in documents for k in d.keywords],

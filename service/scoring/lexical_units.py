@@ -125,7 +125,7 @@ def prepare_chunk(chunk: Chunk, lexicon: Lexicon, content_hash: str, summary: st
         header_path=chunk.header_path or None,
         chunk_index=chunk.chunk_index,
         chunk_hash=chunk.chunk_hash,
-        identifiers=identifiers_of(chunk.content, headings or (chunk.title,)),
+        identifiers=identifiers_of(chunk.content, headings or (chunk.title,), chunk.linked_names),
     )
 
 

@@ -81,6 +81,23 @@ async def test_changed_paragraph_rewrites_only_that_chunk(
     assert report.chunks.deleted == 0
 
 
+async def test_a_section_keeps_the_names_other_pages_link_to_it_by(
+    migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker
+) -> None:
+    await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    path = fixture_seeds / "concepts" / "workspace.md"
+    path.write_text(path.read_text() + "\nSwitch with [`navigation.open`](../actions/navigation.md).\n")
+    report = await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    # The linking paragraph is new; the page it links to is rewritten only in the names it keeps.
+    assert report.chunks.inserted == 1 and report.chunks.updated == 1, report.chunks
+    linked = {(c.doc_slug, c.chunk_index): c.linked_names for c in await repo.load_chunks(migrated_pool)}
+    first = min(index for slug, index in linked if slug == "actions/navigation")
+    assert linked[("actions/navigation", first)] == ("navigation.open",)
+    assert sum(bool(names) for names in linked.values()) == 1
+    again = await seed(migrated_pool, fixture_seeds, paragraph_chunker)
+    assert again.chunks.updated == 0 and again.chunks.inserted == 0
+
+
 async def test_removing_a_file_removes_its_row_and_chunks(
     migrated_pool: asyncpg.Pool[Any], fixture_seeds: Path, paragraph_chunker: Chunker
 ) -> None:

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from service.decide.names import no_match, unknown_names
 from service.domain.identifiers import compact_key, is_kebab, is_strong, parts, suffixes
-from service.domain.types import Document, Evidence
+from service.domain.types import Chunk, Document, Evidence
 from service.flags import LexicalFlags, TypoFlags
 from service.ingest.chunker import chunk_document
-from service.ingest.identifiers import MAX_PER_UNIT, Identifier, identifiers_of
+from service.ingest.identifiers import MAX_PER_UNIT, Identifier, identifiers_of, linked_name
+from service.ingest.linked_names import named_links
 from service.ingest.markdown import CorpusPage, parse_corpus
+from service.ingest.seeder import SeedOptions, default_chunker, prepare
 from service.normalize.lexicon import Synonyms, build_lexicon
 from service.normalize.query import normalize_query, query_identifiers
 from service.scoring.indexes import build_indexes, identifier_index
@@ -311,3 +314,55 @@ def test_a_dotted_name_is_known_by_its_last_names_only_when_they_are_a_name() ->
     assert known.unknown_identifiers == ()
     unknown, _ = normalize_query("ctx.notes.delete", lexicon)
     assert unknown.unknown_identifiers == ("ctx.notes.delete",) and unknown_names(unknown) is not None
+
+
+# --- names a link points at (service/ingest/linked_names.py) ---------------------------------
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("store.$onAction", "store.$onAction"), ("`<Card>`", "Card"), ("`nav`", "nav"),
+    ("`defineStore()`", "defineStore"), ("`--exclude`", "--exclude"),
+    ("hot module replacement", None), ("Vite", None), ("`pinia.use(plugin)` and more", None),
+])
+def test_a_links_text_names_something_when_it_is_one_name(text: str, name: str | None) -> None:
+    assert linked_name(text) == name
+
+
+def test_links_in_fenced_code_and_off_site_name_nothing() -> None:
+    markdown = ("See [`storeToRefs`](./core.md#destructuring) or [`ref`](https://vuejs.org/api/#ref).\n\n"
+                "```md\n[`$patch`](./state.md#mutating)\n```\n")
+    assert named_links(markdown) == [("storeToRefs", "./core.md#destructuring")]
+
+
+@pytest.fixture(scope="module")
+def pinia() -> tuple[list[Document], list[Chunk]]:
+    documents, chunks, _ = prepare(CORPORA / "pinia-docs", default_chunker(), SeedOptions())
+    return documents, chunks
+
+
+def test_the_section_a_name_links_to_defines_the_name(pinia: tuple[list[Document], list[Chunk]]) -> None:
+    # Pinia's plugins page: "You can use [store.$subscribe](./state.md#subscribing-to-the-state) and
+    # [store.$onAction](./actions.md#subscribing-to-actions) inside plugins too".
+    _, chunks = pinia
+    linked = {(c.doc_slug, c.anchor): c.linked_names for c in chunks if c.linked_names}
+    assert "store.$onAction" in linked[("core-concepts/actions", "subscribing-to-actions")]
+    assert "store.$subscribe" in linked[("core-concepts/state", "subscribing-to-the-state")]
+    assert not any(slug == "core-concepts/plugins" and "store.$onAction" in names
+                   for (slug, _), names in linked.items())
+
+
+def test_a_name_finds_the_section_the_docs_link_it_to_before_the_page_that_links(
+    pinia: tuple[list[Document], list[Chunk]],
+) -> None:
+    # Both pages show `$onAction` once in prose and in code; the plugins section is the shorter.
+    documents, chunks = pinia
+
+    def first(with_links: bool) -> str:
+        used = chunks if with_links else [msgspec.structs.replace(c, linked_names=()) for c in chunks]
+        indexes = build_indexes(documents, used, Synonyms())
+        query, _ = normalize_query("$onAction", indexes.lexicon)
+        hits = indexes.chunks.search_unexplained(query.tokens, identifiers=query.identifiers, limit=5)
+        return hits.results[0].doc_slug
+
+    assert first(with_links=True) == "core-concepts/actions"
+    assert first(with_links=False) == "core-concepts/plugins"
