@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from service.domain.identifiers import MIN_LENGTH, NAME, bare, is_kebab, is_strong, names_in
-from service.ingest.scan import code_spans
+from service.ingest.scan import code_spans, fenced_lines
 
 MAX_PER_UNIT = 256
 """Distinct names kept per unit (page or chunk)."""
@@ -54,7 +54,6 @@ class Identifier:
     """Times the unit shows it."""
 
 
-_FENCE = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+|\d{1,9}[.)]\s+)?(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}(?:>\s*)*(?:[-*+]\s+)?#{1,6}\s+(.*?)\s*#*\s*$")
 _ATTR_LIST = re.compile(r"\s*\{[#.:][^{}]*\}\s*$")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
@@ -109,19 +108,11 @@ def identifiers_of(markdown: str, headings: Iterable[str] = (), linked: Iterable
         found.define(name)
     for heading in headings:
         _heading(heading, found, code=False)
-    fence: str | None = None
-    for line in markdown.split("\n"):
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened is not None and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            else:
-                _code(line, found)
-            continue
-        if opened is not None:
-            fence = opened.group(1)
-            continue
-        _line(line, found)
+    for line, kind in fenced_lines(markdown):
+        if kind == "code":
+            _code(line, found)
+        elif kind == "text":
+            _line(line, found)
     return found.result()
 
 

@@ -26,28 +26,19 @@ from service.ingest.identifiers import linked_name
 from service.ingest.links import CorpusLinks
 from service.ingest.markdown import CorpusPage
 from service.ingest.parse import Link, anchor_slug
+from service.ingest.scan import fenced_lines
 
 MAX_PER_CHUNK = 32
 """Distinct linked names kept per section (an API index links hundreds of names, each elsewhere)."""
 
 _LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//")
-_FENCE = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+|\d{1,9}[.)]\s+)?(`{3,}|~{3,})")
 
 
 def named_links(markdown: str) -> list[tuple[str, str]]:
     """(name, target) of each link outside fenced code whose text is one name."""
     found: list[tuple[str, str]] = []
-    fence: str | None = None
-    for line in markdown.split("\n"):
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened is not None and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opened is not None:
-            fence = opened.group(1)
-            continue
+    for line in (line for line, kind in fenced_lines(markdown) if kind == "text"):
         for match in _LINK.finditer(line):
             target = match.group("target")
             name = linked_name(match.group("text"))

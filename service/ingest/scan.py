@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +101,28 @@ def code_spans(text: str) -> Iterator[tuple[int, int]]:
         pos = runs[j][0] + later
         yield start, pos
         i = j
+
+
+FENCE = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+|\d{1,9}[.)]\s+)?(`{3,}|~{3,})")
+"""A fenced code block's opening or closing line (in a quote or a list item too)."""
+
+LineKind = Literal["text", "fence", "code"]
+
+
+def fenced_lines(markdown: str) -> Iterator[tuple[str, LineKind]]:
+    """Each line of `markdown` with what it is: text, a fence's opening or closing line, or
+    code inside a fence (closed by a fence of the same character, at least as long)."""
+    fence: str | None = None
+    for line in markdown.split("\n"):
+        opened = FENCE.match(line)
+        if fence is not None:
+            if opened is not None and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+                yield line, "fence"
+            else:
+                yield line, "code"
+        elif opened is not None:
+            fence = opened.group(1)
+            yield line, "fence"
+        else:
+            yield line, "text"
