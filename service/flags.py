@@ -254,6 +254,9 @@ class LexicalFlags(_Flags, frozen=True):
     definition_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
     """Defining that name (heading, API entry, configuration row) counts this many occurrences of a
     term of its own, whose idf is that of the units defining it."""
+    phrase_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
+    """A name written beside the query word next to it (`rewrite --exclude`) counts this many
+    occurrences of a term of its own (0: off)."""
 
     def __post_init__(self) -> None:
         if self.title_weight + self.keyword_weight + self.content_weight <= 0:
@@ -612,6 +615,9 @@ FLAG_MEANINGS: dict[str, str] = {
     "([Identifiers](operations/identifiers.md))",
     "lexical.definition_weight": "where the unit defines that name (a heading, an API entry, a configuration "
     "table's key): this many occurrences of a term of its own, with the idf of the units that define it",
+    "lexical.phrase_weight": "a name written beside the query word next to it (`restic rewrite --exclude` → "
+    "`rewrite --exclude`, a command and its option): this many occurrences of a term of its own, held by the "
+    "units that write the two together; 0: off",
     "chunking.max_tokens": "a chunk's size in model tokens",
     "embedding.batch_size": "chunks per embedding batch",
     "embedding.query_cache_size": "query embeddings kept (LRU; 0 = off)",

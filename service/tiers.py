@@ -93,7 +93,7 @@ def with_sections(
         if not chunk_hits:
             hits = indexes.chunks.search_unexplained(
                 ctx.query.tokens, limit=len(indexes.chunks.units), lexical=ctx.flags.lexical,
-                identifiers=ctx.query.identifiers,
+                identifiers=ctx.query.identifiers, phrases=ctx.query.name_phrases,
             )
             chunk_hits.append(hits)
             for hit in hits.results:  # best first: each page's first hit is its best section
@@ -126,7 +126,7 @@ class KeywordTier:
         flags = ctx.flags
         hits = index.search_unexplained(
             ctx.query.tokens, category=ctx.category, limit=flags.retrieval.candidate_pool, notes=ctx.notes,
-            lexical=flags.lexical, identifiers=ctx.query.identifiers,
+            lexical=flags.lexical, identifiers=ctx.query.identifiers, phrases=ctx.query.name_phrases,
         )
         results, trimmed = lowered(hits.results, page_factor(indexes, flags, ctx.query)), 0
         if self.phase == 2 and not ctx.query.is_multi_intent:

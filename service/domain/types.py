@@ -91,6 +91,10 @@ class NormalizedQuery(Base, frozen=True):
     unknown_identifiers: tuple[str, ...] = ()
     """The names the corpus never mentions, whole or as one word: of `identifiers`, the strong
     ones (service/domain/identifiers.py), and any name the query writes as a call (`alert(1)`)."""
+    name_phrases: tuple[str, ...] = ()
+    """Each name with a query word beside it, as the query writes them, lower-cased
+    (`rewrite --exclude`, `check --read-data`): a unit that writes them together scores a term
+    of its own (service/scoring/bm25f.py)."""
     only_identifiers: bool = False
     """The query says nothing but its identifiers (stopwords aside): "`--keep-forever`",
     "what does editor.minimap do?"."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 
 import msgspec
 from rapidfuzz import fuzz, process
@@ -157,6 +158,27 @@ def query_identifiers(text: str) -> list[str]:
     """The names in code a query holds, as written, each once: strong names anywhere and
     kebab-case words (`lint-staged`), read before tokenising splits them (service/domain/identifiers.py)."""
     return list(dict.fromkeys(n for n in names_in(text) if is_strong(n) or is_kebab(n)))
+
+
+_NEIGHBOUR = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
+_EDGE_PUNCTUATION = "?!.,;:\"'()[]{}`<>"
+
+
+def name_phrases(text: str, identifiers: Sequence[str], stopwords: Collection[str]) -> tuple[str, ...]:
+    """Each name of `identifiers` with the word written just before or after it, when that word is
+    not a stopword (`restic rewrite --exclude` → `rewrite --exclude`), lower-cased, each once: a
+    command and its option, an object and its method, as the pages write them side by side."""
+    written = [word.strip(_EDGE_PUNCTUATION) for word in text.split()]
+    wanted = set(identifiers)
+    found: list[str] = []
+    for at, word in enumerate(written):
+        if word not in wanted:
+            continue
+        for side in (at - 1, at + 1):
+            beside = written[side] if 0 <= side < len(written) else ""
+            if _NEIGHBOUR.fullmatch(beside) and beside.lower() not in stopwords:
+                found.append(f"{beside} {word}" if side < at else f"{word} {beside}")
+    return tuple(dict.fromkeys(phrase.lower() for phrase in found))
 
 
 def spelled_out(text: str, identifiers: list[str], lexicon: Lexicon) -> str:
@@ -314,6 +336,7 @@ def normalize_query(
         is_multi_intent=is_multi,
         query_type=detect_query_type(cleaned),
         identifiers=(*names, *joined),
+        name_phrases=name_phrases(cleaned, names, lexicon.stopwords),
         unknown_identifiers=tuple(
             n for n in dict.fromkeys((*names, *called))
             if (is_strong(n) or n in called) and not is_known_identifier(n, lexicon)

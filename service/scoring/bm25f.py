@@ -13,6 +13,8 @@ seed.py.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -146,6 +148,33 @@ def _definitions(
     return shown.positions[at], formula.bm25_saturate(idf, tf, params.k1)
 
 
+def _side_by_side(
+    phrase: str, term: QueryTerm, holders: Positions, units: Sequence[ScoringUnit], n_units: int,
+    params: LexicalFlags,
+) -> tuple[Positions, formula.Floats] | None:
+    """A name written beside the query word next to it (`rewrite --exclude`: a command and its
+    option in one command line) is a term of its own, held by the units among the name's holders
+    whose text has the two together (`phrase_weight` occurrences each time, saturated; the idf of
+    those units). None for another name's phrase, or where no unit writes them together."""
+    if not params.phrase_weight or not term.named or term.token.lower() not in phrase.split(" "):
+        return None
+    pattern = _phrase_pattern(phrase)
+    counts = np.array([len(pattern.findall(units[u].content)) for u in holders.tolist()], dtype=np.float64)
+    at = np.flatnonzero(counts)
+    if not len(at):
+        return None
+    idf = formula.bm25_idf(len(at), n_units)
+    return holders[at], formula.bm25_saturate(idf, params.phrase_weight * counts[at], params.k1)
+
+
+@functools.lru_cache(maxsize=256)
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    """The two words with any spacing between them, not inside a longer name (`--read-data` is
+    not in `--read-data-subset`), in any case."""
+    first, second = (re.escape(word) for word in phrase.split(" ", 1))
+    return re.compile(rf"(?<![\w$@.-]){first}[ \t]+{second}(?![\w$-])", re.IGNORECASE)
+
+
 def rank_bm25f(
     postings: PostingArrays,
     units: Sequence[ScoringUnit],
@@ -154,9 +183,11 @@ def rank_bm25f(
     params: LexicalFlags,
     category: str | None,
     limit: int,
+    phrases: Sequence[str] = (),
 ) -> tuple[dict[int, Ranked], float]:
     """Top `limit` units by BM25F (+ the exact-title lift), best first (ties:
-    slug, chunk index); and the lift."""
+    slug, chunk index); and the lift. `phrases`: the query's names each with the word beside
+    it (`NormalizedQuery.name_phrases`), a term of their own (`_side_by_side`)."""
     n = postings.n_units
     scores = np.zeros(n, dtype=np.float64)
     candidate = np.zeros(n, dtype=bool)
@@ -169,6 +200,7 @@ def rank_bm25f(
         for length, average in zip(postings.lengths, postings.average_lengths, strict=True)
     ]
     contributions: list[tuple[str, Positions, formula.Floats]] = []
+    pending = list(dict.fromkeys(phrases))
     for term in terms:
         positions, fields = _term_fields(term, postings, norms, params)
         pseudo = formula.bm25f_pseudo_tf([f[0] for f in fields], [f[1] for f in fields], [f[2] for f in fields])
@@ -181,6 +213,13 @@ def rank_bm25f(
             at, extra = defined
             scores[at] += extra
             contributions.append((f"{term.token} defined", at, extra))
+        for phrase in list(pending):
+            together = _side_by_side(phrase, term, positions, units, postings.n_units, params)
+            if together is not None:
+                pending.remove(phrase)  # a phrase of two names counts once
+                scores[together[0]] += together[1]
+                candidate[together[0]] = True
+                contributions.append((phrase, *together))
     if category is not None:
         candidate &= postings.categories.get(category, np.zeros(n, dtype=bool))
     pool = np.flatnonzero(candidate)

@@ -294,7 +294,7 @@ class HybridRetriever:
         try:
             found = self.indexes.chunks.search_unexplained(
                 query.tokens, category=category, limit=size, notes=notes, lexical=flags.lexical,
-                identifiers=query.identifiers,
+                identifiers=query.identifiers, phrases=query.name_phrases,
             )
             keyword = found.results
             if while_embedding is not None:

@@ -88,6 +88,8 @@ class _Query:
     params: LexicalFlags
     names: Sequence[str] = ()
     """The query's identifiers (`NormalizedQuery.identifiers`): BM25F searches them whole too."""
+    phrases: Sequence[str] = ()
+    """A name with the query word beside it (`NormalizedQuery.name_phrases`)."""
     phrase: str = field(init=False)
     """The whole query as one key sequence, compared with every ranked unit's title and keywords."""
 
@@ -122,13 +124,15 @@ class KeywordIndex:
         notes: Sequence[str] = (),
         lexical: LexicalFlags | None = None,
         identifiers: Sequence[str] = (),
+        phrases: Sequence[str] = (),
     ) -> list[Evidence]:
         """Score every unit sharing a token; best first (ties broken by slug, index).
 
         `lexical` is the `lexical:` flags group (its schema defaults when omitted); `identifiers`
-        the query's (`NormalizedQuery.identifiers`), which BM25F also looks up whole.
+        the query's (`NormalizedQuery.identifiers`), which BM25F also looks up whole, and `phrases`
+        each with a query word beside it (`NormalizedQuery.name_phrases`).
         """
-        query, ranking = self._rank(tokens, category, limit, lexical, identifiers)
+        query, ranking = self._rank(tokens, category, limit, lexical, identifiers, phrases)
         return [_evidence(self.units[position], position, query, ranking, self.source, notes) for position in ranking.order]
 
     def search_unexplained(
@@ -140,10 +144,11 @@ class KeywordIndex:
         notes: Sequence[str] = (),
         lexical: LexicalFlags | None = None,
         identifiers: Sequence[str] = (),
+        phrases: Sequence[str] = (),
     ) -> KeywordHits:
         """`search`'s ranking with the numbers and guards only (no snippet, no explanation):
         for a caller that shows few of its candidates (phase 3 fuses them first)."""
-        query, ranking = self._rank(tokens, category, limit, lexical, identifiers)
+        query, ranking = self._rank(tokens, category, limit, lexical, identifiers, phrases)
         return KeywordHits(
             [_numbers(self.units[position], position, query, ranking, self.source) for position in ranking.order],
             self, query, ranking, notes,
@@ -151,9 +156,9 @@ class KeywordIndex:
 
     def _rank(
         self, tokens: Sequence[str], category: str | None, limit: int, lexical: LexicalFlags | None,
-        identifiers: Sequence[str] = (),
+        identifiers: Sequence[str] = (), phrases: Sequence[str] = (),
     ) -> tuple[_Query, _Ranking]:
-        query = _Query(tokens, match_keys(tokens), category, limit, lexical or LexicalFlags(), identifiers)
+        query = _Query(tokens, match_keys(tokens), category, limit, lexical or LexicalFlags(), identifiers, phrases)
         return query, _RANKERS[lexical_scorer(query.params.scorer)](self, query)
 
 
@@ -205,7 +210,8 @@ def _rank_seed(index: KeywordIndex, query: _Query) -> _Ranking:
 
 def _rank_bm25(index: KeywordIndex, query: _Query) -> _Ranking:
     terms = query_terms(query.tokens, index.postings, query.names)
-    ranked, lift = rank_bm25f(index.postings, index.units, query.keys, terms, query.params, query.category, query.limit)
+    ranked, lift = rank_bm25f(index.postings, index.units, query.keys, terms, query.params, query.category, query.limit,
+                              query.phrases)
     return _Ranking(list(ranked), ranked, lift)
 
 

@@ -263,7 +263,8 @@ def indexes():  # type: ignore[no-untyped-def]
 
 def _first(indexes, raw: str, lexical: LexicalFlags | None = None) -> list[str]:  # type: ignore[no-untyped-def]
     query, _ = normalize_query(raw, indexes.lexicon)
-    hits = indexes.documents.search(query.tokens, identifiers=query.identifiers, lexical=lexical)
+    hits = indexes.documents.search(query.tokens, identifiers=query.identifiers, lexical=lexical,
+                                    phrases=query.name_phrases)
     return [h.doc_slug for h in hits]
 
 
@@ -366,3 +367,39 @@ def test_a_name_finds_the_section_the_docs_link_it_to_before_the_page_that_links
 
     assert first(with_links=True) == "core-concepts/actions"
     assert first(with_links=False) == "core-concepts/plugins"
+
+
+# --- a name beside the query word next to it (bm25f._side_by_side) ---------------------------
+
+
+@pytest.mark.parametrize(("raw", "phrases"), [
+    ("restic rewrite --exclude", ("rewrite --exclude",)),
+    ("what does restic check --read-data do?", ("check --read-data",)),  # "do" is a stopword
+    ("$onAction", ()),
+    ("call store.$patch() twice", ("call store.$patch", "store.$patch twice")),
+])
+def test_a_query_keeps_each_name_with_the_word_beside_it(raw: str, phrases: tuple[str, ...]) -> None:
+    lexicon = build_lexicon(titles=[], keywords=[], texts=["restic check rewrite call twice"], synonyms=Synonyms())
+    query, _ = normalize_query(raw, lexicon)
+    assert query.name_phrases == phrases
+
+
+def test_the_page_that_writes_a_command_with_its_option_outranks_the_one_defining_the_option() -> None:
+    docs = [
+        _doc("backup", "Backing up", "## Excluding files\n\n- `--exclude`: specified one or more times to exclude "
+             "one or more items\n\n```\n$ restic -r /srv/repo backup ~/work --exclude=*.c --exclude secret\n```\n"),
+        _doc("repos", "Working with repositories", "## Removing files from snapshots\n\nSnapshots sometimes "
+             "hold files that should not be there, a password or a large file added by mistake; the command "
+             "below writes new snapshots without them and keeps the old ones until they are forgotten.\n\n"
+             "```\n$ restic -r /srv/repo rewrite --exclude secret-file\n```\n"),
+        _doc("design", "Design", "Packs are never modified: a prune may rewrite data into new packs."),
+        _doc("faq", "FAQ", "Use --exclude-file and --exclude-caches for long lists; run `restic check "
+             "--read-data-subset` to read part of the data."),
+    ]
+    indexes = build_indexes(docs, [], Synonyms())
+    assert _first(indexes, "restic rewrite --exclude")[0] == "repos"
+    assert _first(indexes, "restic rewrite --exclude", LexicalFlags(phrase_weight=0))[0] == "backup"
+    # Not inside a longer name: `check --read-data-subset` does not write `check --read-data`.
+    query, _ = normalize_query("restic check --read-data", indexes.lexicon)
+    hits = indexes.documents.search(query.tokens, identifiers=query.identifiers, phrases=query.name_phrases)
+    assert all("check --read-data" not in " ".join(h.match_explain) for h in hits)
