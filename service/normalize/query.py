@@ -161,6 +161,9 @@ def query_identifiers(text: str) -> list[str]:
 
 
 _NEIGHBOUR = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
+MAX_NAME_PHRASES = 8
+"""Each phrase is looked for in the text of every unit showing its name: a query of many names
+costs at most this many scans."""
 _EDGE_PUNCTUATION = "?!.,;:\"'()[]{}`<>"
 
 
@@ -178,7 +181,7 @@ def name_phrases(text: str, identifiers: Sequence[str], stopwords: Collection[st
             beside = written[side] if 0 <= side < len(written) else ""
             if _NEIGHBOUR.fullmatch(beside) and beside.lower() not in stopwords:
                 found.append(f"{beside} {word}" if side < at else f"{word} {beside}")
-    return tuple(dict.fromkeys(phrase.lower() for phrase in found))
+    return tuple(dict.fromkeys(phrase.lower() for phrase in found))[:MAX_NAME_PHRASES]
 
 
 def spelled_out(text: str, identifiers: list[str], lexicon: Lexicon) -> str:

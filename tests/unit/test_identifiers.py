@@ -20,7 +20,7 @@ from service.ingest.linked_names import named_links
 from service.ingest.markdown import CorpusPage, parse_corpus
 from service.ingest.seeder import SeedOptions, default_chunker, prepare
 from service.normalize.lexicon import Synonyms, build_lexicon
-from service.normalize.query import normalize_query, query_identifiers
+from service.normalize.query import MAX_NAME_PHRASES, normalize_query, query_identifiers
 from service.scoring.indexes import build_indexes, identifier_index
 
 CORPORA = Path(__file__).resolve().parents[1] / "corpora"
@@ -403,3 +403,10 @@ def test_the_page_that_writes_a_command_with_its_option_outranks_the_one_definin
     query, _ = normalize_query("restic check --read-data", indexes.lexicon)
     hits = indexes.documents.search(query.tokens, identifiers=query.identifiers, phrases=query.name_phrases)
     assert all("check --read-data" not in " ".join(h.match_explain) for h in hits)
+
+
+def test_a_query_of_many_names_looks_for_a_bounded_number_of_phrases() -> None:
+    lexicon = build_lexicon(titles=[], keywords=[], texts=["run"], synonyms=Synonyms())
+    raw = " ".join(f"run --flag-{chr(97 + i)}" for i in range(20))
+    query, _ = normalize_query(raw, lexicon)
+    assert len(query.name_phrases) == MAX_NAME_PHRASES
