@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from pathlib import Path
 
 import msgspec
 
@@ -47,11 +46,10 @@ def named_links(markdown: str) -> list[tuple[str, str]]:
     return found
 
 
-def with_linked_names(corpus: Sequence[CorpusPage], chunks: Sequence[Chunk], seeds_dir: Path,
-                      excluded: Sequence[Path] = ()) -> list[Chunk]:
-    """`chunks`, each with the names the corpus's links point at it by (`Chunk.linked_names`)."""
+def with_linked_names(corpus: Sequence[CorpusPage], chunks: Sequence[Chunk], known: CorpusLinks) -> list[Chunk]:
+    """`chunks`, each with the names the corpus's links (`known`: where they lead) point at it by
+    (`Chunk.linked_names`)."""
     pages = {entry.doc.slug: entry for entry in corpus}
-    known = CorpusLinks(corpus, seeds_dir, excluded)
     by_page: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in chunks:
         by_page[chunk.doc_slug].append(chunk)

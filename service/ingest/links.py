@@ -161,7 +161,12 @@ def check_links(
 ) -> LinkCheck:
     """Every internal link of the corpus judged, broken ones in file order. `excluded`: the
     files `seeding.ignore` left out (`markdown.ignored_files`)."""
-    known = CorpusLinks(corpus, seeds_dir, excluded)
+    return judge_links(corpus, CorpusLinks(corpus, seeds_dir, excluded))
+
+
+def judge_links(corpus: Sequence[CorpusPage], known: CorpusLinks) -> LinkCheck:
+    """`check_links` with the corpus's links already indexed (the seed reuses `known` to find
+    the sections links name, `linked_names.with_linked_names`)."""
     broken: list[BrokenLink] = []
     unverifiable: dict[tuple[str, str], UnverifiableAnchor] = {}
     counts = {"external": 0, "excluded": 0, "unwritten": 0}

@@ -25,7 +25,7 @@ import asyncpg
 from service.domain.types import Base, Chunk, Document
 from service.flags import Flags
 from service.ingest.linked_names import with_linked_names
-from service.ingest.links import LinkCheck, check_links
+from service.ingest.links import CorpusLinks, LinkCheck, judge_links
 from service.ingest.markdown import (
     CorpusRules,
     SeedError,
@@ -122,8 +122,8 @@ def _prepare(
     started = time.perf_counter()
     corpus = parse_corpus(seeds_dir, options.rules)
     parse_ms = (time.perf_counter() - started) * 1000 / max(len(corpus), 1)
-    excluded = ignored_files(seeds_dir, options.rules)
-    links = check_links(corpus, seeds_dir, excluded)
+    known = CorpusLinks(corpus, seeds_dir, ignored_files(seeds_dir, options.rules))
+    links = judge_links(corpus, known)
     broken = links.broken
     if broken and options.broken_links == "fail":
         raise SeedError([SeedFileError(b.path, f"line {b.line}: broken link {b.target!r}: {b.reason}")
@@ -138,7 +138,7 @@ def _prepare(
                  " seeding.ignore leaves out, %d to pages Logseq makes for a [[name]]", links.external,
                  links.excluded, links.unwritten)
     documents = [entry.doc for entry in corpus]
-    chunks = with_linked_names(corpus, [chunk for doc in documents for chunk in chunker(doc)], seeds_dir, excluded)
+    chunks = with_linked_names(corpus, [chunk for doc in documents for chunk in chunker(doc)], known)
     return documents, chunks, links, parse_ms
 
 
