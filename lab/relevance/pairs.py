@@ -38,9 +38,10 @@ from lab.relevance.pool import PoolSet
 from service.domain.types import Chunk
 from service.flags import Flags
 from service.ingest.chunker import HEADER_SEPARATOR
+from service.ingest.linked_names import MARKDOWN_LINK
 from service.ingest.links import CorpusLinks
 from service.ingest.markdown import CorpusPage
-from service.ingest.parse import Link, anchor_slug, clean_inline
+from service.ingest.parse import URL_SCHEME, Link, anchor_slug, clean_inline
 from service.relevance.passage import opening, passage
 
 KINDS = ("link", "heading", "title", "definition")
@@ -55,8 +56,6 @@ GENERIC_LINK_TEXT = frozenset({
     "this section", "below", "above", "guide", "the docs", "the documentation", "source", "details",
     "this guide", "that", "the guide", "example", "examples",
 })
-_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//")
 _TERM_ITEM = re.compile(
     r"^[-*+]\s+(?:\*\*(?P<bold>[^*\n]+?)\*\*|`(?P<code>[^`\n]+)`)\s*(?::|—|–|\s-\s)\s*(?P<desc>\S.*)", re.DOTALL
 )
@@ -130,7 +129,7 @@ def _norm(text: str) -> str:
 
 def _clean_anchor(text: str) -> str:
     """The words of an anchor: link markup and emphasis out, surrounding quotes off."""
-    text = _LINK.sub(lambda m: m.group(1), clean_inline(text)).replace("**", "").replace("`", "")
+    text = MARKDOWN_LINK.sub(lambda m: m.group(1), clean_inline(text)).replace("**", "").replace("`", "")
     return " ".join(text.split()).strip().strip("'\"")
 
 
@@ -200,9 +199,9 @@ class SetMiner:
                 for block in parsed.blocks:
                     if block.kind == "code":
                         continue
-                    for match in _LINK.finditer(block.text):
+                    for match in MARKDOWN_LINK.finditer(block.text):
                         text, target = _clean_anchor(match.group(1)), match.group(2)
-                        if _SCHEME.match(target) or _norm(text) in GENERIC_LINK_TEXT:
+                        if URL_SCHEME.match(target) or _norm(text) in GENERIC_LINK_TEXT:
                             continue
                         section = self._link_section(links, entry, target)
                         if section is None or (section.page == entry.doc.slug and section.anchor == parsed.anchor):

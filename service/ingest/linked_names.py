@@ -24,24 +24,24 @@ from service.domain.types import Chunk
 from service.ingest.identifiers import linked_name
 from service.ingest.links import CorpusLinks
 from service.ingest.markdown import CorpusPage
-from service.ingest.parse import Link, anchor_slug
+from service.ingest.parse import URL_SCHEME, Link, anchor_slug
 from service.ingest.scan import fenced_lines
 
 MAX_PER_CHUNK = 32
 """Distinct linked names kept per section (an API index links hundreds of names, each elsewhere)."""
 
-_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//")
+MARKDOWN_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+"""An inline Markdown link in a line of a page's Markdown (not an image): its text and target."""
 
 
 def named_links(markdown: str) -> list[tuple[str, str]]:
     """(name, target) of each link outside fenced code whose text is one name."""
     found: list[tuple[str, str]] = []
     for line in (line for line, kind in fenced_lines(markdown) if kind == "text"):
-        for match in _LINK.finditer(line):
+        for match in MARKDOWN_LINK.finditer(line):
             target = match.group("target")
             name = linked_name(match.group("text"))
-            if name is not None and not _SCHEME.match(target):
+            if name is not None and not URL_SCHEME.match(target):
                 found.append((name, target))
     return found
 

@@ -160,6 +160,8 @@ _MACRO = re.compile(r"\{\{[^{}\n]*\}\}")
 # The attribute list after an image holds no `{`: its scan stops where the next one could start.
 _IMAGE = Scan(re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)(?:\{[^{}\n]*\})?"),
               re.compile(r"!\[[^\]\n]*(?:\]\([^)\n]*)?"))
+URL_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//")
+"""A link target that leaves the corpus by its scheme (`https:`, `mailto:`) or is protocol-relative."""
 _TAG_WIKILINK = Scan(re.compile(r"#\[\[([^\]\n]+)\]\]"), re.compile(r"#\[\[[^\]\n]*"))
 _WIKILINK = Scan(re.compile(r"\[\[([^\]\n]+)\]\]"), re.compile(r"\[\[[^\]\n]*"))
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F-]{8,})\)\)")
@@ -769,7 +771,7 @@ def _links(tokens: Sequence[Token], lines: list[str]) -> Iterator[Link]:
                 ref = _BLOCK_REF.fullmatch(href)
                 if ref is not None:
                     yield Link(ref.group(1).lower(), "block", line)
-                elif href and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//", href):
+                elif href and not URL_SCHEME.match(href):
                     yield Link(href, "markdown", line)
             elif child.type == "text":
                 for inner in _WIKILINK.findall(_EMBED.sub("", child.content)):
