@@ -89,8 +89,9 @@ class _Collector:
 
     def define(self, name: str) -> None:
         """Mark a name the unit explains, counting no showing of it (a link elsewhere names it)."""
-        if name.rstrip(".:-") in self.count:
-            self.defined.add(name.rstrip(".:-"))
+        name = name.rstrip(".:-")
+        if name in self.count:
+            self.defined.add(name)
         else:
             self.add(name, defined=True)
 
