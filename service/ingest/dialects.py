@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from service.ingest.scan import Scan
+from service.ingest.scan import FENCE, Scan
 
 
 class Dialect(StrEnum):
@@ -316,7 +316,6 @@ def inline_ids(text: str) -> list[str]:
 
 # --- rewriting ---------------------------------------------------------------------
 
-_FENCE = re.compile(r"^\s*(?:>\s*)*(?:[-*+]\s+|\d{1,9}[.)]\s+)?(`{3,}|~{3,})")
 _ESM = re.compile(r"^(?:import|export)\b[\s{*]")
 _JSX_COMMENT = re.compile(r"^\s*\{/\*.*?\*/\}\s*$")
 _JSX_OPEN = re.compile(r"^(\s*)<([A-Z][\w.]*)(?=[\s/>]|$)")
@@ -407,7 +406,7 @@ class _Rewriter:
         i = 0
         while i < len(lines):
             line = self._dedent(lines[i])
-            fence_match = _FENCE.match(line)
+            fence_match = FENCE.match(line)
             if fence is not None:
                 self._emit(line, prose=True)  # code is content too
                 if fence_match and fence_match.group(1)[0] == fence[0] and len(fence_match.group(1)) >= len(fence):
