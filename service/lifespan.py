@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from litestar import Litestar
 
@@ -38,6 +38,9 @@ from service.state import AppState, get_state
 log = logging.getLogger(__name__)
 
 POOL_CLOSE_TIMEOUT_S = 10.0
+# Each shutdown step gets a bound: a step that never ends must not keep the process (or a
+# test client's exit) waiting for ever; the one that overran is named in the log.
+SHUTDOWN_STEP_TIMEOUT_S = 15.0
 # The supervisor's probe reads the table phase 3 needs, so a lock on it or a
 # server too slow to answer within timeouts.db_ms counts as "not answering".
 PROBE_SQL = "select 1 from chunk_embeddings limit 1"
@@ -149,19 +152,36 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
         yield
     finally:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_STEP_TIMEOUT_S)
+        if not done:
+            log.error("shutdown: the database supervisor did not stop within %.0f s", SHUTDOWN_STEP_TIMEOUT_S)
+        elif not task.cancelled() and (err := task.exception()) is not None:
+            log.error("shutdown: the database supervisor had failed", exc_info=err)
         await supervisor.wait_idle()  # a pg_ctl start/restart in a thread must end first
         for hook in st.on_shutdown:
-            try:
-                await hook()
-            except Exception:  # one failing hook must not keep the pool open
-                log.exception("shutdown hook failed")
+            await _bounded_shutdown_step(hook)
         if st.pool is not None:
             pool, st.pool = st.pool, None
-            try:
-                await asyncio.wait_for(pool.close(), POOL_CLOSE_TIMEOUT_S)
-            except TimeoutError:
+            closing = asyncio.ensure_future(pool.close())
+            done, _ = await asyncio.wait({closing}, timeout=POOL_CLOSE_TIMEOUT_S)
+            if not done:  # a connection still checked out: close it by force
+                closing.cancel()
                 pool.terminate()
+            elif not closing.cancelled() and (err := closing.exception()) is not None:
+                log.error("shutdown: closing the pool failed", exc_info=err)
         if st.embedded is not None:
             await asyncio.to_thread(st.embedded.stop)
+
+
+async def _bounded_shutdown_step(hook: Callable[[], Awaitable[None]]) -> None:
+    """One shutdown hook, within its bound; a failing or stuck hook must not keep the pool open.
+
+    `asyncio.wait`, not `wait_for`: a step that swallows its cancellation is left behind."""
+    name = getattr(hook, "__qualname__", repr(hook))
+    step = asyncio.ensure_future(hook())
+    done, _ = await asyncio.wait({step}, timeout=SHUTDOWN_STEP_TIMEOUT_S)
+    if not done:
+        step.cancel()
+        log.error("shutdown: %s did not finish within %.0f s; going on", name, SHUTDOWN_STEP_TIMEOUT_S)
+    elif not step.cancelled() and (err := step.exception()) is not None:
+        log.error("shutdown: %s failed", name, exc_info=err)
