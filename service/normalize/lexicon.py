@@ -19,17 +19,6 @@ from service.normalize.text import lowercase_words, match_key, normalise_words, 
 
 _DATA = Path(__file__).parent / "data"
 
-# The seed plan's core concepts: always known terms, whatever the corpus says.
-CORE_CONCEPT_TERMS: tuple[str, ...] = (
-    "home",
-    "dashboard",
-    "workspace",
-    "notes",
-    "recent",
-    "widget",
-    "panel",
-)
-
 
 def _read_word_list(path: Path) -> frozenset[str]:
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -105,7 +94,7 @@ class Lexicon:
     stopwords: frozenset[str]
     synonyms: Synonyms
     known_terms: frozenset[str]
-    """Single words from titles, keywords, widget names and core concepts."""
+    """Single words from the corpus's titles, keywords and glossary terms."""
     vocabulary: frozenset[str]
     """Every normalised token of the corpus: a query token in here is not a typo."""
     vocabulary_keys: frozenset[str]
@@ -151,8 +140,11 @@ class Lexicon:
 def known_terms_from(
     titles: Iterable[str], keywords: Iterable[str], extra: Iterable[str] = ()
 ) -> frozenset[str]:
-    """Known terms: each word of each title and keyword phrase, plus the core concepts."""
-    terms: set[str] = set(CORE_CONCEPT_TERMS)
+    """Known terms: each word of each title, keyword phrase and `extra` term (the glossary's).
+
+    Only the corpus's own: a fixed list of one product's concepts made "widget" and "dashboard"
+    words of every corpus (known to the typo corrector, never stemmed, never unknown)."""
+    terms: set[str] = set()
     for phrase in [*titles, *keywords, *extra]:
         terms.update(words(lowercase_words(phrase)))
     return frozenset(terms)

@@ -53,6 +53,18 @@ def test_known_terms_are_not_stemmed() -> None:
     assert stem_plural("links", LEXICON.known_terms) == "links"
 
 
+def test_known_terms_are_the_corpus_own() -> None:
+    """One product's concepts are not words of every corpus: a build tool's docs never say
+    "widget" or "dashboard", so neither is known there, in its vocabulary or a typo's target."""
+    build_tool = build_lexicon(
+        titles=["Config", "Plugins", "Dev server"], keywords=["vite.config.js"],
+        texts=["Plugins extend the dev server. A config file names the plugins."], synonyms=Synonyms(),
+    )
+    assert not {"widget", "dashboard", "home", "workspace", "panel"} & (build_tool.known_terms | build_tool.vocabulary)
+    assert correct_typo("dashbord", build_tool, TypoFlags()) is None
+    assert stem_plural("widgets", build_tool.known_terms) == "widget"
+
+
 def test_clean_strips_control_characters_and_trims() -> None:
     # Controls vanish inside a word as format characters do; tabs and newlines still separate words.
     assert clean("  work\x00space\u202e\n\tnotes  ") == "workspace notes"
