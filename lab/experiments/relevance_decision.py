@@ -27,6 +27,9 @@ process alone sees a longer tuple in the modules that read it (`extra_features`)
 
 `--scores FILE`: the per-case scores and the chunk each page was read through, read when it
 covers the runs, else computed (an embedded PostgreSQL under `--data-dir`) and written.
+`--scorer late-interaction`: the pages are scored by late interaction from the packaged MiniLM's
+token vectors, each read as its whole section (lab/relevance/late_interaction.py), instead of
+by the relevance model (issue 41, item 6: a label-free lever beside the model).
 """
 
 from __future__ import annotations
@@ -118,17 +121,24 @@ async def best_chunks(admin_dsn: str, settings: Settings, sets: Sequence[Loaded]
     return out
 
 
-def compute_scores(sets: Sequence[Loaded], settings: Settings) -> dict[str, dict[str, Any]]:
+def compute_scores(sets: Sequence[Loaded], settings: Settings, scorer: str = "relevance-model") -> dict[str, dict[str, Any]]:
     """Per case id: each of the run's first two pages with the chunk read (`chunk`, and `first`
-    when the page's first chunk stood in) and the model's score of it."""
+    when the page's first chunk stood in) and `scorer`'s score of it: the relevance model's of
+    the chunk's passage, or late interaction's of the whole section (lab/relevance/late_interaction.py)."""
     from lab.evaluation.kinds import corpus_dir, read_corpus
+    from lab.relevance.late_interaction import LateInteraction, whole_section
     from service.db.server import run_with_database
+    from service.domain.types import Chunk
     from service.flags import load_flags
     from service.relevance.model import RelevanceModel
     from service.relevance.passage import passage
 
     chunks_of = run_with_database(settings, lambda dsn: best_chunks(dsn, settings, sets))
-    model = RelevanceModel(threads=1)
+    model: Any = LateInteraction() if scorer == "late-interaction" else RelevanceModel(threads=1)
+
+    def read(chunk: Chunk) -> str:
+        return whole_section(chunk) if scorer == "late-interaction" else passage(chunk.header_path, chunk.content)
+
     flags = load_flags(settings.flags_file)
     out: dict[str, dict[str, Any]] = {}
     for loaded in sets:
@@ -146,7 +156,7 @@ def compute_scores(sets: Sequence[Loaded], settings: Settings) -> dict[str, dict
                 stood_in = index is None
                 index = first.get(slug) if index is None else index
                 chunk = by_key.get((slug, index)) if index is not None else None
-                text = passage(chunk.header_path, chunk.content) if chunk is not None else slug
+                text = read(chunk) if chunk is not None else slug
                 pages.append({"page": slug, "chunk": index, "first": stood_in,
                               "score": round(model.score(queries[run.case_id], [text])[0], 4)})
             out[run.case_id] = {"corpus": loaded.corpus, "pages": pages}
@@ -296,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append", required=True, help="QUERIES.yaml=SIGNALS.json, one per corpus")
     parser.add_argument("--scores", type=Path, help="per-case scores: read when it covers the runs, else written")
+    parser.add_argument("--scorer", choices=("relevance-model", "late-interaction"), default="relevance-model",
+                        help="what scores a page when the scores are computed (default %(default)s)")
     parser.add_argument("--data-dir", type=Path, help="embedded PostgreSQL data, to rank the chunks (env DATA_DIR)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -305,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.scores is not None and args.scores.exists():
         scores = json.loads(args.scores.read_text(encoding="utf-8"))
     if not wanted <= set(scores):
-        scores = compute_scores(sets, load_settings().with_overrides(data_dir=args.data_dir))
+        scores = compute_scores(sets, load_settings().with_overrides(data_dir=args.data_dir), args.scorer)
         if args.scores is not None:
             args.scores.parent.mkdir(parents=True, exist_ok=True)
             args.scores.write_text(json.dumps(scores, sort_keys=True) + "\n", encoding="utf-8")
@@ -323,6 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         command = "python -m lab.experiments.relevance_decision " + " ".join(f"--set {s}" for s in args.set)
         command += f" --scores {args.scores}" if args.scores is not None else ""
+        command += f" --scorer {args.scorer}"
         args.out.write_text(f"{command}\n\n{text}\n", encoding="utf-8")
         say(f"wrote {args.out}")
     return 0

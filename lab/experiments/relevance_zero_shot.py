@@ -8,7 +8,13 @@ trained relevance model is measured against (docs/quality/relevance-model.md).
 - `separate-3`: the same with the first three layers;
 - `joint-3-types0`, `joint-6-types0`: the pair read together (as the relevance model
   reads it, every token of type 0), question and passage tokens mean-pooled apart, cosine:
-  where the `cosine` head of lab/relevance/train.py starts before any step.
+  where the `cosine` head of lab/relevance/train.py starts before any step;
+- `late-6`: late interaction (ColBERT's MaxSim) from the same six layers' token vectors,
+  question and passage embedded apart (lab/relevance/late_interaction.py; issue 41, item 6);
+- `late-6-whole`, `separate-6-whole`: the same on each candidate's heading path and whole
+  section (up to 256 word pieces, the embedding model's own limit), not the relevance
+  model's 320-character passage. Variants of one run read the same passages: do not mix
+  `-whole` ones with the others.
 
 Same cases, passages, strategies and choices as `python -m lab eval-relevance`
 (lab/relevance/evaluate.py); prints k = 3's test rows per kind and the first page's AUC.
@@ -32,17 +38,20 @@ def main(argv: list[str]) -> int:
     from transformers import BertModel
 
     from lab.relevance.evaluate import CANDIDATES, QUERIES, evaluate, load_cases
+    from lab.relevance.late_interaction import LateInteraction
     from lab.relevance.train import base_model_dir
     from service.settings import Settings
 
     torch.set_num_threads(2)
     base = base_model_dir()
+    whole = any(name.endswith("-whole") for name in argv)
     passages: dict[str, list[str]] = {}
-    cases = load_cases(CANDIDATES, QUERIES, Settings(), lambda q, texts: [0.0] * len(texts), passages)
+    cases = load_cases(CANDIDATES, QUERIES, Settings(), lambda q, texts: [0.0] * len(texts), passages,
+                       whole_sections=whole)
     print(len(cases), "cases", flush=True)
 
     tok = Tokenizer.from_file(str(base / "tokenizer.json"))
-    tok.enable_truncation(128)
+    tok.enable_truncation(256 if whole else 128)
     tok.enable_padding(pad_id=0, pad_token="[PAD]")
 
     def model(layers: int) -> Any:
@@ -83,6 +92,9 @@ def main(argv: list[str]) -> int:
         "separate-3": lambda: separate(model(3)),
         "joint-3-types0": lambda: joint(model(3)),
         "joint-6-types0": lambda: joint(model(6)),
+        "late-6": lambda: LateInteraction(max_tokens=128).score,
+        "late-6-whole": lambda: LateInteraction().score,
+        "separate-6-whole": lambda: separate(model(6)),
     }
     for name in argv:
         score = variants[name]()

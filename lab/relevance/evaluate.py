@@ -155,9 +155,11 @@ def first_page_auc(cases: Sequence[Case]) -> dict[str, Any]:
 
 
 def load_cases(candidates: Path, queries: Path, settings: Settings, score: Callable[[str, list[str]], list[float]],
-               passages: dict[str, list[str]]) -> list[Case]:
+               passages: dict[str, list[str]], whole_sections: bool = False) -> list[Case]:
     """Every ranked case of every set with a candidates file, scored by the model (each case's
-    passages are kept in `passages`, by case id)."""
+    passages are kept in `passages`, by case id). `whole_sections`: each candidate's heading path
+    and whole section, not the relevance model's passage."""
+    from lab.relevance.late_interaction import whole_section
     from service.flags import load_flags
     from service.relevance.passage import passage
 
@@ -174,7 +176,12 @@ def load_cases(candidates: Path, queries: Path, settings: Settings, score: Calla
             texts = []
             for slug, index in zip(ranking, row["chunks"], strict=True):
                 chunk = by_id.get((slug, index))
-                texts.append(passage(chunk.header_path, chunk.content) if chunk is not None else slug)
+                if chunk is None:
+                    texts.append(slug)
+                elif whole_sections:
+                    texts.append(whole_section(chunk))
+                else:
+                    texts.append(passage(chunk.header_path, chunk.content))
             scores = score(row["query"], texts) if texts else []
             passages[row["id"]] = texts
             out.append(Case(corpus=corpus, id=row["id"], split=row["split"], kind=row["kind"], query=row["query"],
