@@ -15,8 +15,7 @@ inline code, object directives as a line of code), with the grammar of service/d
   a line that is one code span (an API entry: Sphinx's signatures, `.. autoclass::`), a
   mkdocstrings `::: module.Name` line, a list or definition term (`- `--cache`: …`,
   `- **name**: …`), a table cell that is one name (a configuration table's key, an option's
-  CLI and API names); a name the unit shows that its own heading spells in words ("Tab Width"
-  over `tabWidth`, "File Tree" over `<FileTree>`, "Foam Queries" over `foam-query`).
+  CLI and API names).
 
 Not names: literals (`true`, `null`), numbers, URLs and link targets. At most `MAX_PER_UNIT`
 names a unit (definitions first, then the most shown): an API page of thousands of names
@@ -29,15 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from service.domain.identifiers import (
-    MIN_LENGTH,
-    NAME,
-    bare,
-    compact_key,
-    is_kebab,
-    is_strong,
-    names_in,
-)
+from service.domain.identifiers import MIN_LENGTH, NAME, bare, is_kebab, is_strong, names_in
 from service.ingest.scan import code_spans, fenced_lines
 
 MAX_PER_UNIT = 256
@@ -123,35 +114,7 @@ def identifiers_of(markdown: str, headings: Iterable[str] = (), linked: Iterable
             _code(line, found)
         elif kind == "text":
             _line(line, found)
-    own = list(headings)[-1:]
-    if own:
-        _spelled_by_heading(own[0], found)
     return found.result()
-
-
-_WORD = re.compile(r"[a-z0-9]+")
-_TAG = re.compile(r"<[^<>]+>")
-
-
-def _singular(key: str) -> str:
-    if key.endswith("ies"):
-        return key[:-3] + "y"
-    return key[:-1] if key.endswith("s") and not key.endswith("ss") else key
-
-
-def _spelled_by_heading(heading: str, found: _Collector) -> None:
-    """A unit's own heading of two or more words that spells a name the unit shows, singular or
-    plural, defines it: sites title an option's or a component's section in words ("Tab Width"
-    for `tabWidth`, "Link Buttons" for `<LinkButton>`)."""
-    words = _WORD.findall(_TAG.sub(" ", _ATTR_LIST.sub("", heading)).lower())
-    if len(words) < 2:
-        return
-    spelled = _singular("".join(words))
-    if len(spelled) < 5:
-        return
-    for name in list(found.count):
-        if name not in found.defined and _singular(compact_key(name)) == spelled:
-            found.defined.add(name)
 
 
 def _code(text: str, found: _Collector) -> None:

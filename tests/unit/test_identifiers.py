@@ -91,22 +91,6 @@ def test_vite_config_keys_are_defined_by_their_headings() -> None:
     assert shown["build.rolldownOptions.input"] is False  # mentioned in another option's text
 
 
-def test_a_heading_that_spells_a_shown_name_in_words_defines_it() -> None:
-    """Sites title an option's or a component's section in words: Foam's "Foam Queries" page is
-    the one about `foam-query` blocks, Prettier's "Tab Width" section the one about `tabWidth`."""
-    foam = {e.doc.slug: e.doc for e in parse_corpus(CORPORA / "foam-docs")}
-    page = foam["user/features/foam-queries"]
-    assert _shown(identifiers_of(page.content, (page.title,)))["foam-query"] is True
-    prettier = {e.doc.slug: e.doc for e in parse_corpus(CORPORA / "prettier-docs")}
-    section = next(c for c in chunk_document(prettier["options"]) if c.header_path.endswith("> Tab Width"))
-    assert _shown(identifiers_of(section.content, section.header_path.split(" > ")))["tabWidth"] is True
-    # Only the unit's own heading, of two words or more, spelling the whole name.
-    text = "Set `tabWidth` and `useTabs`."
-    assert _shown(identifiers_of(text, ("Tab Width", "Indentation")))["tabWidth"] is False
-    assert _shown(identifiers_of(text, ("Tab",)))["tabWidth"] is False
-    assert _shown(identifiers_of(text, ("Tab Widths",)))["tabWidth"] is True
-
-
 def test_sphinx_api_entries_define_their_objects_and_roles_mention_theirs() -> None:
     pages = {e.doc.slug: e.doc for e in parse_corpus(CORPORA / "requests-docs")}
     api = _shown(identifiers_of(pages["api"].content))
