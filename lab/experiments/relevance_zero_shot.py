@@ -24,9 +24,10 @@ Output of 2026-11-27 (separate-6, joint-3-types0): lab/results/relevance/zero-sh
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 Score = Callable[[str, list[str]], list[float]]
@@ -108,7 +109,38 @@ def main(argv: list[str]) -> int:
             print("  ", kind, {n: (row[n]["top1"], row[n]["top3"]) for n in ("phase 3", "rerank", "blend", "gated")},
                   flush=True)
         print("   dev", results["k=3"]["dev"], "chosen", list(results["k=3"]["chosen"].values())[:2], flush=True)
+        print(long_queries_only(scored), flush=True)
     return 0
+
+
+LENGTHS = range(2, 16)
+
+
+def long_queries_only(cases: Sequence[Any], k: int = 3) -> str:
+    """Rerank only the queries of at least L words (the paraphrases are the long ones), L chosen
+    for each corpus on the other corpora's dev split; k = 3's test rows per kind."""
+    from lab.relevance.evaluate import KINDS, kind_score, reorder
+
+    def order(case: Any, length: int) -> list[str]:
+        if len(re.findall(r"\w+", case.query)) >= length:
+            return reorder(case, k, lambda i: case.model[i])
+        return list(case.ranking)
+
+    chosen, test_orders = {}, {}
+    for corpus in sorted({c.corpus for c in cases}):
+        dev = [c for c in cases if c.split == "dev" and c.corpus != corpus]
+        length = max(LENGTHS, key=lambda n: (kind_score(dev, [order(c, n) for c in dev]).top1, n))
+        chosen[corpus] = length
+        test_orders.update({c.id: order(c, length) for c in cases if c.split == "test" and c.corpus == corpus})
+    test = [c for c in cases if c.split == "test"]
+    lines = [f"   long queries only (k = {k}; L per corpus: {sorted(set(chosen.values()))}), test top-1 / top-3:"]
+    for kind in (*KINDS, "all"):
+        group = [c for c in test if kind in ("all", c.kind)]
+        before = kind_score(group, [list(c.ranking) for c in group])
+        after = kind_score(group, [test_orders[c.id] for c in group])
+        lines.append(f"     {kind} ({len(group)}): {100 * before.top1:.1f} / {100 * before.top3:.1f} -> "
+                     f"{100 * after.top1:.1f} / {100 * after.top3:.1f}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # the rst reader's worker process is spawned: import-safe
