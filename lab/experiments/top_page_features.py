@@ -1,28 +1,27 @@
-"""Does "the first page defines the name the query asks for" help the decision? (issue 40/42)
+"""Label-free facts about the first page as decision features (issue 40: p's separation is the limit).
 
-Identifier queries are ranked well (the identifier cases find their page first on nine of
-twelve sets at ≥ 95 %) yet many are asked about: a one-word query gets a low p
-(`tokens` weighs against it). The keyword index knows where a name is defined (a heading naming
-it, an API entry, a configuration table's key, a link naming it: service/ingest/identifiers.py),
-and the decision does not see it. This adds, offline, one feature to the recorded runs at phase 3:
+Each `--feature` adds, offline, one feature to the recorded runs at phase 3, then the portable
+fit is made without each corpus in turn and replayed on it, as `relevance_decision` does for its
+scores (same tables):
 
-  top_defines_name   1 when the query holds a name (`NormalizedQuery.identifiers`) that the run's
-                     first page defines (its page-level names, as the keyword index reads them),
-                     else 0
-
-then makes the portable fit without each corpus in turn and replays it, as
-`relevance_decision` does for its scores (same tables).
+- `top_defines_name`: 1 when the query holds a name (`NormalizedQuery.identifiers`) that the run's
+  first page defines (its page-level names, as the keyword index reads them), else 0. Identifier
+  queries are ranked well yet many are asked about (a one-word query gets a low p); the keyword
+  index knows where a name is defined, the decision does not.
+- `top_page_words`: log(1 + the first page's words). Short pages (a glossary entry, an index)
+  come first for questions put in other words more often than long ones.
 
 Usage:
-    .venv/bin/python -m lab.experiments.name_defined_decision \
+    .venv/bin/python -m lab.experiments.top_page_features --feature top_page_words \
         --set bench/queries/seed.yaml=/tmp/loco/seed.json ... [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -37,14 +36,24 @@ from lab.experiments.relevance_decision import (
 )
 from service.evaluation.decisions import Collected
 
-FEATURE = "top_defines_name"
-
 
 def say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def defined_by_top_page(loaded: Loaded) -> dict[str, float]:
+def top_page_words(loaded: Loaded) -> dict[str, float]:
+    """Per case id: log(1 + words of the phase-3 run's first page's text); 0 without a page."""
+    from lab.evaluation.kinds import corpus_dir, read_corpus
+    from service.flags import load_flags
+    from service.settings import load_settings
+
+    settings = load_settings()
+    documents, _ = read_corpus(corpus_dir(loaded.corpus, settings, None), load_flags(settings.flags_file))
+    words = {doc.slug: len(doc.content.split()) for doc in documents}
+    return {run.case_id: math.log1p(words.get(run.ranked[0], 0)) if run.ranked else 0.0 for run in phase3_runs(loaded)}
+
+
+def top_defines_name(loaded: Loaded) -> dict[str, float]:
     """Per case id: 1.0 when the phase-3 run's first page defines a name the query holds."""
     from lab.evaluation.kinds import corpus_dir, read_corpus
     from service.domain.identifiers import compact_key, whole_key
@@ -80,15 +89,21 @@ def defined_by_top_page(loaded: Loaded) -> dict[str, float]:
     return out
 
 
-def with_feature(collected: Collected, values: Mapping[str, float]) -> Collected:
+FEATURES: dict[str, Callable[[Loaded], dict[str, float]]] = {
+    "top_defines_name": top_defines_name,
+    "top_page_words": top_page_words,
+}
+
+
+def with_feature(collected: Collected, name: str, values: Mapping[str, float]) -> Collected:
     runs = []
     for run in collected.runs:
         value = values.get(run.case_id, 0.0) if run.phase == PHASE and run.policy == "seed_rules" else 0.0
-        runs.append(msgspec.structs.replace(run, features={**run.features, FEATURE: value}))
+        runs.append(msgspec.structs.replace(run, features={**run.features, name: value}))
     return msgspec.structs.replace(collected, runs=runs)
 
 
-def signal_auc(sets: Sequence[Loaded], values: Mapping[str, float]) -> dict[str, dict[str, float]]:
+def signal_auc(sets: Sequence[Loaded], name: str, values: Mapping[str, float]) -> dict[str, dict[str, float]]:
     from lab.experiments.relevance_decision import auc
     from service.evaluation.decision_metrics import top_is_right
 
@@ -98,29 +113,31 @@ def signal_auc(sets: Sequence[Loaded], values: Mapping[str, float]) -> dict[str,
         for s in sets:
             runs = {run.case_id: run for run in phase3_runs(s)}
             rows += [(values.get(c.id, 0.0), top_is_right(c, runs[c.id].ranked)) for c in s.cases if c.split == split]
-        out[split] = {FEATURE: auc([v for v, _ in rows], [r for _, r in rows])}
+        out[split] = {name: auc([v for v, _ in rows], [r for _, r in rows])}
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--feature", choices=sorted(FEATURES), required=True)
     parser.add_argument("--set", action="append", required=True, help="QUERIES.yaml=SIGNALS.json, one per corpus")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    name = args.feature
     sets = [load_set(spec) for spec in args.set]
     values: dict[str, float] = {}
     for loaded in sets:
-        values.update(defined_by_top_page(loaded))
+        values.update(FEATURES[name](loaded))
     results = {
         "without (the service's 23 features)": run_variant(sets, [s.collected for s in sets], ()),
-        f"+ {FEATURE}": run_variant(sets, [with_feature(s.collected, values) for s in sets], (FEATURE,)),
+        f"+ {name}": run_variant(sets, [with_feature(s.collected, name, values) for s in sets], (name,)),
     }
     runs = [r for s in sets for r in phase3_runs(s)]
-    text = report(results, signal_auc(sets, values),
+    text = report(results, signal_auc(sets, name, values),
                   {"best": len(runs), "first": 0, "none": sum(not r.ranked for r in runs)})
     print(text)
     if args.out is not None:
-        command = "python -m lab.experiments.name_defined_decision " + " ".join(f"--set {s}" for s in args.set)
+        command = f"python -m lab.experiments.top_page_features --feature {name} " + " ".join(f"--set {s}" for s in args.set)
         args.out.write_text(f"{command}\n\n{text}\n", encoding="utf-8")
         say(f"wrote {args.out}")
     return 0
