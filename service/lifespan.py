@@ -154,7 +154,7 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
         task.cancel()
         done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_STEP_TIMEOUT_S)
         if not done:
-            log.error("shutdown: the database supervisor did not stop within %.0f s", SHUTDOWN_STEP_TIMEOUT_S)
+            log.error("shutdown: the database supervisor did not stop within %g s", SHUTDOWN_STEP_TIMEOUT_S)
         elif not task.cancelled() and (err := task.exception()) is not None:
             log.error("shutdown: the database supervisor had failed", exc_info=err)
         await supervisor.wait_idle()  # a pg_ctl start/restart in a thread must end first
@@ -182,6 +182,6 @@ async def _bounded_shutdown_step(hook: Callable[[], Awaitable[None]]) -> None:
     done, _ = await asyncio.wait({step}, timeout=SHUTDOWN_STEP_TIMEOUT_S)
     if not done:
         step.cancel()
-        log.error("shutdown: %s did not finish within %.0f s; going on", name, SHUTDOWN_STEP_TIMEOUT_S)
+        log.error("shutdown: %s did not finish within %g s; going on", name, SHUTDOWN_STEP_TIMEOUT_S)
     elif not step.cancelled() and (err := step.exception()) is not None:
         log.error("shutdown: %s failed", name, exc_info=err)
