@@ -152,36 +152,35 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
         yield
     finally:
         task.cancel()
-        done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_STEP_TIMEOUT_S)
-        if not done:
-            log.error("shutdown: the database supervisor did not stop within %g s", SHUTDOWN_STEP_TIMEOUT_S)
-        elif not task.cancelled() and (err := task.exception()) is not None:
-            log.error("shutdown: the database supervisor had failed", exc_info=err)
+        await _finished_within(task, SHUTDOWN_STEP_TIMEOUT_S, "the database supervisor")
         await supervisor.wait_idle()  # a pg_ctl start/restart in a thread must end first
         for hook in st.on_shutdown:
             await _bounded_shutdown_step(hook)
         if st.pool is not None:
             pool, st.pool = st.pool, None
             closing = asyncio.ensure_future(pool.close())
-            done, _ = await asyncio.wait({closing}, timeout=POOL_CLOSE_TIMEOUT_S)
-            if not done:  # a connection still checked out: close it by force
-                closing.cancel()
+            if not await _finished_within(closing, POOL_CLOSE_TIMEOUT_S, "closing the pool"):
+                closing.cancel()  # a connection still checked out: close it by force
                 pool.terminate()
-            elif not closing.cancelled() and (err := closing.exception()) is not None:
-                log.error("shutdown: closing the pool failed", exc_info=err)
         if st.embedded is not None:
             await asyncio.to_thread(st.embedded.stop)
 
 
 async def _bounded_shutdown_step(hook: Callable[[], Awaitable[None]]) -> None:
-    """One shutdown hook, within its bound; a failing or stuck hook must not keep the pool open.
-
-    `asyncio.wait`, not `wait_for`: a step that swallows its cancellation is left behind."""
-    name = getattr(hook, "__qualname__", repr(hook))
+    """One shutdown hook, within its bound; a failing or stuck hook must not keep the pool open."""
     step = asyncio.ensure_future(hook())
-    done, _ = await asyncio.wait({step}, timeout=SHUTDOWN_STEP_TIMEOUT_S)
-    if not done:
+    if not await _finished_within(step, SHUTDOWN_STEP_TIMEOUT_S, getattr(hook, "__qualname__", repr(hook))):
         step.cancel()
-        log.error("shutdown: %s did not finish within %g s; going on", name, SHUTDOWN_STEP_TIMEOUT_S)
-    elif not step.cancelled() and (err := step.exception()) is not None:
-        log.error("shutdown: %s failed", name, exc_info=err)
+
+
+async def _finished_within(step: asyncio.Future[None], bound_s: float, what: str) -> bool:
+    """Wait for one shutdown step up to `bound_s`, logging an overrun or a failure by `what`;
+    True when it ended. `asyncio.wait`, not `wait_for`: a step that swallows its cancellation
+    is left behind, not waited on."""
+    done, _ = await asyncio.wait({step}, timeout=bound_s)
+    if not done:
+        log.error("shutdown: %s did not finish within %g s; going on", what, bound_s)
+        return False
+    if not step.cancelled() and (err := step.exception()) is not None:
+        log.error("shutdown: %s failed", what, exc_info=err)
+    return True
