@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -229,6 +230,28 @@ def quiet_flags_file() -> Path:
         target.write_text(yaml.safe_dump(data), encoding="utf-8")
         _quiet_flags.append(target)
     return _quiet_flags[0]
+
+
+@contextlib.contextmanager
+def logged_messages(name: str, level: int) -> Iterator[list[str]]:
+    """The messages logger `name` emits at `level` or above within the block. A handler on the
+    logger itself: Litestar's logging config replaces the root handlers, so caplog sees none."""
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    logger, handler = logging.getLogger(name), Keep(level)
+    previous = logger.level
+    logger.addHandler(handler)
+    if not logger.isEnabledFor(level):
+        logger.setLevel(level)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
 
 
 def app_settings(database_url: str, seeds_dir: Path, **extra: Any) -> Any:

@@ -27,7 +27,7 @@ from service.flags import FlagError
 from service.pipeline import TierContext, TierFaults
 from service.settings import PROJECT_ROOT, Settings
 from service.state import get_state
-from tests.conftest import quiet_flags_file, wait_until_ready
+from tests.conftest import logged_messages, quiet_flags_file, wait_until_ready
 
 TOKEN = "ops-test-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -399,26 +399,10 @@ async def test_database_outage_never_5xx_and_phase3_returns_after_restart(
 async def test_metrics_and_trace_id_in_query_log(db_url: str, fixture_seeds: Path) -> None:
     import logging
 
-    class Keep(logging.Handler):
-        def __init__(self) -> None:
-            super().__init__(logging.INFO)
-            self.messages: list[str] = []
-
-        def emit(self, record: logging.LogRecord) -> None:
-            self.messages.append(record.getMessage())
-
-    # A handler on the logger itself: Litestar's logging config replaces the root handlers.
-    keep, logger = Keep(), logging.getLogger("service.query")
     async with running(db_url, fixture_seeds) as client:
-        logger.addHandler(keep)
-        level = logger.level
-        logger.setLevel(logging.INFO)
-        try:
+        with logged_messages("service.query", logging.INFO) as messages:
             await retrieve(client, "explain workspace", phase=2)
-        finally:
-            logger.removeHandler(keep)
-            logger.setLevel(level)
-        message = next(m for m in keep.messages if '"event": "retrieve"' in m)
+        message = next(m for m in messages if '"event": "retrieve"' in m)
         logged = msgspec.json.decode(message)
         assert len(logged["trace_id"]) == 32 and logged["trace_id"] != "0" * 32
         response = await client.get("/metrics")

@@ -12,9 +12,8 @@ from litestar.testing import AsyncTestClient
 
 from service import lifespan
 from service.app import create_app
-from service.settings import PROJECT_ROOT, Settings
 from service.state import get_state
-from tests.conftest import wait_until_ready
+from tests.conftest import app_settings, logged_messages, wait_until_ready
 
 BOUND_S = 0.5
 
@@ -23,11 +22,7 @@ async def test_a_hook_that_never_ends_does_not_hold_the_shutdown(
     db_url: str, fixture_seeds: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(lifespan, "SHUTDOWN_STEP_TIMEOUT_S", BOUND_S)
-    logged = Logged()
-    logging.getLogger("service.lifespan").addHandler(logged)  # the app's own log config keeps caplog out
-    settings = Settings(database_url=db_url, seeds_dir=fixture_seeds, flags_file=PROJECT_ROOT / "flags.yaml",
-                        migrations_dir=PROJECT_ROOT / "migrations")
-    app = create_app(settings)
+    app = create_app(app_settings(db_url, fixture_seeds))
     state = get_state(app.state)
     ran_after: list[str] = []
 
@@ -37,25 +32,14 @@ async def test_a_hook_that_never_ends_does_not_hold_the_shutdown(
     async def after_it() -> None:
         ran_after.append("after")
 
-    try:
+    with logged_messages("service.lifespan", logging.ERROR) as logged:
         async with AsyncTestClient(app=app, timeout=60) as client:
             await wait_until_ready(client, semantic=False)
             pool = state.pool
             assert pool is not None
             state.on_shutdown.insert(0, stuck_forever)  # first, before the service's own hooks
             state.on_shutdown.append(after_it)
-    finally:
-        logging.getLogger("service.lifespan").removeHandler(logged)
     # Reached: the client's exit waited on the app's shutdown, which went on past the stuck hook.
     assert ran_after == ["after"]
     assert state.pool is None and pool.is_closing()
-    assert any("stuck_forever did not finish within 0.5 s" in line for line in logged.lines), logged.lines
-
-
-class Logged(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+    assert any("stuck_forever did not finish within 0.5 s" in line for line in logged), logged
