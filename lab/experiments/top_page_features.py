@@ -33,12 +33,9 @@ from lab.experiments.relevance_decision import (
     phase3_runs,
     report,
     run_variant,
+    say,
 )
 from service.evaluation.decisions import Collected
-
-
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def top_page_words(loaded: Loaded) -> dict[str, float]:
@@ -58,10 +55,9 @@ def top_defines_name(loaded: Loaded) -> dict[str, float]:
     from lab.evaluation.kinds import corpus_dir, read_corpus
     from service.domain.identifiers import compact_key, whole_key
     from service.flags import load_flags
-    from service.ingest.identifiers import identifiers_of
     from service.normalize.lexicon import Synonyms, load_synonyms
     from service.normalize.query import normalize_query
-    from service.scoring.indexes import build_indexes
+    from service.scoring.indexes import build_indexes, page_names
     from service.settings import load_settings
     from service.wiring import SYNONYMS_FILE
 
@@ -71,13 +67,8 @@ def top_defines_name(loaded: Loaded) -> dict[str, float]:
     documents, chunks = read_corpus(folder, flags)
     synonyms_file = folder / SYNONYMS_FILE
     indexes = build_indexes(documents, chunks, load_synonyms(synonyms_file) if synonyms_file.is_file() else Synonyms())
-    linked: dict[str, list[str]] = {}
-    for chunk in chunks:  # as the keyword index reads a page's names (service/scoring/indexes.py)
-        linked.setdefault(chunk.doc_slug, []).extend(chunk.linked_names)
-    defined: dict[str, set[str]] = {}
-    for doc in documents:
-        shown = identifiers_of(doc.content, (doc.title,), dict.fromkeys(linked.get(doc.slug, ())))
-        defined[doc.slug] = {k for i in shown if i.defined for k in (whole_key(i.name), compact_key(i.name))}
+    defined = {doc.slug: {k for i in shown if i.defined for k in (whole_key(i.name), compact_key(i.name))}
+               for doc, shown in zip(documents, page_names(documents, chunks), strict=True)}
     queries = {c.id: c.query for c in loaded.cases}
     out: dict[str, float] = {}
     for run in phase3_runs(loaded):

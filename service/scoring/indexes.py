@@ -16,7 +16,7 @@ from typing import Literal
 
 from service.domain.identifiers import compact_key, suffixes, whole_key
 from service.domain.types import Chunk, Document
-from service.ingest.identifiers import identifiers_of
+from service.ingest.identifiers import Identifier, identifiers_of
 from service.normalize.lexicon import Lexicon, Synonyms, build_lexicon
 from service.scoring.keyword import KeywordIndex, build_chunk_index, build_document_index
 
@@ -117,6 +117,15 @@ def identifier_index(names: Iterable[str]) -> dict[str, str]:
     return index
 
 
+def page_names(documents: Sequence[Document], chunks: Sequence[Chunk]) -> list[tuple[Identifier, ...]]:
+    """Each page's names, in `documents`' order, as the document index reads them: those its
+    text and title show and define, and those other pages' links point at its sections by."""
+    linked: dict[str, list[str]] = {}
+    for chunk in chunks:
+        linked.setdefault(chunk.doc_slug, []).extend(chunk.linked_names)
+    return [identifiers_of(d.content, (d.title,), dict.fromkeys(linked.get(d.slug, ()))) for d in documents]
+
+
 def build_indexes(
     documents: Sequence[Document],
     chunks: Sequence[Chunk],
@@ -125,10 +134,7 @@ def build_indexes(
     extra_known_terms: Sequence[str] = (),
 ) -> CorpusIndexes:
     """Known terms, vocabulary and names first, then the document and chunk indexes."""
-    linked: dict[str, list[str]] = {}
-    for chunk in chunks:
-        linked.setdefault(chunk.doc_slug, []).extend(chunk.linked_names)
-    names = [identifiers_of(d.content, (d.title,), dict.fromkeys(linked.get(d.slug, ()))) for d in documents]
+    names = page_names(documents, chunks)
     lexicon = build_lexicon(
         titles=[d.title for d in documents],
         keywords=[k for d in documents for k in d.keywords],
