@@ -119,7 +119,7 @@ LENGTHS = range(2, 16)
 def long_queries_only(cases: Sequence[Any], k: int = 3) -> str:
     """Rerank only the queries of at least L words (the paraphrases are the long ones), L chosen
     for each corpus on the other corpora's dev split; k = 3's test rows per kind."""
-    from lab.relevance.evaluate import KINDS, kind_score, reorder
+    from lab.relevance.evaluate import KINDS, choose, kind_score, reorder
 
     def order(case: Any, length: int) -> list[str]:
         if len(re.findall(r"\w+", case.query)) >= length:
@@ -129,7 +129,8 @@ def long_queries_only(cases: Sequence[Any], k: int = 3) -> str:
     chosen, test_orders = {}, {}
     for corpus in sorted({c.corpus for c in cases}):
         dev = [c for c in cases if c.split == "dev" and c.corpus != corpus]
-        length = max(LENGTHS, key=lambda n: (kind_score(dev, [order(c, n) for c in dev]).top1, n))
+        # Longest first: on a tie, `choose` keeps the first, the gate that reranks least.
+        length = int(choose(dev, k, [float(n) for n in reversed(LENGTHS)], lambda c, _k, n: order(c, int(n))))
         chosen[corpus] = length
         test_orders.update({c.id: order(c, length) for c in cases if c.split == "test" and c.corpus == corpus})
     test = [c for c in cases if c.split == "test"]
