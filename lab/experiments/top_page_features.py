@@ -8,6 +8,9 @@ scores (same tables):
   first page defines (its page-level names, as the keyword index reads them), else 0. Identifier
   queries are ranked well yet many are asked about (a one-word query gets a low p); the keyword
   index knows where a name is defined, the decision does not.
+- `name_focus`: for the query's names the corpus shows, the largest 1 / (pages showing it) among
+  those the first page shows, else 0. A name few pages show pins its page down, which the
+  ranking's scores do not say (a one-word query's BM25F gap is small either way).
 - `top_page_words`: log(1 + the first page's words). Short pages (a glossary entry, an index)
   come first for questions put in other words more often than long ones.
 
@@ -80,7 +83,45 @@ def top_defines_name(loaded: Loaded) -> dict[str, float]:
     return out
 
 
+def name_focus(loaded: Loaded) -> dict[str, float]:
+    """Per case id: max over the query's names the first page shows of 1 / pages showing it."""
+    from lab.evaluation.kinds import corpus_dir, read_corpus
+    from service.domain.identifiers import compact_key, whole_key
+    from service.flags import load_flags
+    from service.normalize.lexicon import Synonyms, load_synonyms
+    from service.normalize.query import normalize_query
+    from service.scoring.indexes import build_indexes, page_names
+    from service.settings import load_settings
+    from service.wiring import SYNONYMS_FILE
+
+    settings = load_settings()
+    flags = load_flags(settings.flags_file)
+    folder = corpus_dir(loaded.corpus, settings, None)
+    documents, chunks = read_corpus(folder, flags)
+    synonyms_file = folder / SYNONYMS_FILE
+    indexes = build_indexes(documents, chunks, load_synonyms(synonyms_file) if synonyms_file.is_file() else Synonyms())
+    shown_on: dict[str, set[str]] = {}
+    for doc, shown in zip(documents, page_names(documents, chunks), strict=True):
+        for item in shown:
+            for key in (whole_key(item.name), compact_key(item.name)):
+                shown_on.setdefault(key, set()).add(doc.slug)
+    queries = {c.id: c.query for c in loaded.cases}
+    out: dict[str, float] = {}
+    for run in phase3_runs(loaded):
+        query, _ = normalize_query(queries[run.case_id], indexes.lexicon)
+        top = run.ranked[0] if run.ranked else None
+        focus = 0.0
+        for name in query.identifiers:
+            pages = shown_on.get(whole_key(name)) or shown_on.get(compact_key(name)) or set()
+            if top in pages:
+                focus = max(focus, 1.0 / len(pages))
+        out[run.case_id] = focus
+    say(f"{loaded.corpus}: {sum(v > 0 for v in out.values())} of {len(out)} runs' first page shows a name the query holds")
+    return out
+
+
 FEATURES: dict[str, Callable[[Loaded], dict[str, float]]] = {
+    "name_focus": name_focus,
     "top_defines_name": top_defines_name,
     "top_page_words": top_page_words,
 }
