@@ -5,8 +5,8 @@ TABLE.json --signals …`): its fits (each made without the corpus it decides) a
 On the test splits (or `--split dev`) it replays, at phase 3:
 
 - **as fitted**: each corpus decided by the fit made without it (the table's calibrated row);
-- **one answer point, chosen on these cases**: every corpus decided by its leave-one-out fit
-  but with one answer point (and no-match point) for all, the pair with the most right
+- **one set of points, chosen on these cases**: every corpus decided by its leave-one-out fit's
+  p but with one answer point, no-match point and ambiguity ratio for all, those with the most right
   outcomes whose wrong answers stay within `--max-wrong` of the answers. Chosen on the very
   cases it is scored on: an upper bound on what any single operating point can do with this p;
 - **each corpus its own point, chosen on its cases**: the same, per corpus (each corpus within
@@ -24,6 +24,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -34,6 +35,7 @@ import msgspec
 
 from lab.experiments.gate_tradeoff import load_signals_set
 from service.decide.calibration import CalibrationModel
+from service.decide.calibration_fit import AMBIGUITY_GRID
 from service.decide.decider import replayed_status
 from service.evaluation.cross_corpus import CorpusRuns, Tally, clear_answer, tally
 from service.evaluation.decision_metrics import CaseRun, clarification_is_right, top_is_right
@@ -42,8 +44,9 @@ from service.evaluation.labelled import LabelledQuery
 from service.flags import DecisionFlags, DecisionPoint
 
 PHASE = 3
-GRID = tuple(round(0.30 + 0.01 * i, 2) for i in range(70))
-"""Answer and no-match points tried: 0.30 … 0.99."""
+GRID = tuple(round(0.02 + 0.02 * i, 2) for i in range(49))
+"""Answer and no-match points tried: 0.02 … 0.98, finer than the fit's own grid; the ambiguity
+ratio from the fit's (`calibration_fit.AMBIGUITY_GRID`)."""
 
 
 @dataclass(frozen=True)
@@ -68,35 +71,38 @@ def load(table_path: Path, specs: Sequence[str], split: str) -> list[Replayable]
     return rows
 
 
-def replay(rows: Sequence[Replayable], answer_p: float | None = None, no_match_p: float | None = None) -> Tally:
+Points = tuple[float, float, float]
+"""(answer p, no-match p, ambiguity ratio)"""
+
+
+def replay(rows: Sequence[Replayable], points: Points | None = None) -> Tally:
     total = Tally()
     for row in rows:
         point = row.point
-        if answer_p is not None and no_match_p is not None:
-            point = msgspec.structs.replace(point, answer_p=answer_p, no_match_p=no_match_p)
+        if points is not None:
+            point = msgspec.structs.replace(point, answer_p=points[0], no_match_p=points[1], ambiguity_ratio=points[2])
         status, shown, options = replayed_status(row.run, row.p, point)
         total.add(tally(row.case, row.run, status, shown, options))
     return total
 
 
-def pairs() -> Iterator[tuple[float, float]]:
-    for answer_p in GRID:
-        for no_match_p in GRID:
-            if no_match_p <= answer_p:
-                yield answer_p, no_match_p
+def grid() -> Iterator[Points]:
+    for answer_p, no_match_p, ratio in itertools.product(GRID, GRID, AMBIGUITY_GRID):
+        if no_match_p <= answer_p:
+            yield answer_p, no_match_p, ratio
 
 
-def best_point(rows: Sequence[Replayable], max_wrong: float) -> tuple[tuple[float, float] | None, Tally]:
-    """The (answer, no-match) pair with the most right outcomes within `max_wrong`; ties: fewer wrong."""
-    best: tuple[tuple[float, float] | None, Tally] = (None, replay(rows))
+def best_point(rows: Sequence[Replayable], max_wrong: float) -> tuple[Points | None, Tally]:
+    """The points with the most right outcomes within `max_wrong`; ties: fewer wrong answers."""
+    best: tuple[Points | None, Tally] = (None, replay(rows))
     best_key = (-1, 0)
-    for pair in pairs():
-        t = replay(rows, *pair)
+    for points in grid():
+        t = replay(rows, points)
         if t.answers and t.wrong > max_wrong * t.answers:
             continue
         key = (t.right, -t.wrong)
         if key > best_key:
-            best, best_key = (pair, t), key
+            best, best_key = (points, t), key
     return best
 
 
@@ -133,15 +139,15 @@ def report(rows: Sequence[Replayable], max_wrong: float, split: str) -> str:
            "| decision | right outcome | wrong / answers | OOD no match | needless clarify | points |",
            "|---|--:|--:|--:|--:|---|"]
     out.append(line("as fitted (each corpus by the fit made without it)", replay(rows)))
-    pair, t = best_point(rows, max_wrong)
-    out.append(line("one answer point for all, chosen on these cases", t,
-                    f"answer {pair[0]:.2f}, no match {pair[1]:.2f}" if pair else "none within the bound"))
+    points, t = best_point(rows, max_wrong)
+    out.append(line("one set of points for all, chosen on these cases", t,
+                    "answer {:.2f}, no match {:.2f}, ambiguity {:.2f}".format(*points) if points else "none within the bound"))
     own = Tally()
     chosen: list[str] = []
     for corpus in corpora:
-        pair, t = best_point([r for r in rows if r.corpus == corpus], max_wrong)
+        points, t = best_point([r for r in rows if r.corpus == corpus], max_wrong)
         own.add(t)
-        chosen.append(f"{corpus} {pair[0]:.2f}/{pair[1]:.2f}" if pair else f"{corpus} as fitted")
+        chosen.append("{} {:.2f}/{:.2f}/{:.2f}".format(corpus, *points) if points else f"{corpus} as fitted")
     out.append(line("each corpus its own point, chosen on its cases", own, "listed below"))
     out.append(line("a perfect decision on these rankings", perfect(rows), "knows the labels"))
     answerable = [r for r in rows if r.case.decision == "answer"]
@@ -149,7 +155,7 @@ def report(rows: Sequence[Replayable], max_wrong: float, split: str) -> str:
     plain = [r for r in rows if clear_answer(r.case)]
     out += ["", f"First page right: {right_first} of {len(answerable)} answerable cases "
             f"({right_first / len(answerable):.1%}); plain answers (not two needs) {len(plain)}.",
-            "", "Each corpus's own points (answer/no match): " + ", ".join(chosen) + "."]
+            "", "Each corpus's own points (answer/no match/ambiguity): " + ", ".join(chosen) + "."]
     return "\n".join(out)
 
 

@@ -3,10 +3,12 @@ reach on given rankings, with the p it has and with one that knew the labels."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from lab.experiments.decision_ceiling import Replayable, best_point, perfect, replay
 from service.decide.calibration import FEATURES
 from service.evaluation.decision_metrics import CaseRun
-from service.evaluation.labelled import LabelledQuery
+from service.evaluation.labelled import Kind, LabelledQuery
 from service.flags import DecisionFlags
 from tests.unit.test_cross_corpus import held_out_id
 from tests.unit.test_gate_tradeoff import fit_reading_top_raw
@@ -14,8 +16,9 @@ from tests.unit.test_gate_tradeoff import fit_reading_top_raw
 POINT = fit_reading_top_raw().points(DecisionFlags()).at(3)  # answer at p ≥ 0.7, no match below 0.1
 
 
-def row(p: float, kind: str = "question", first: str = "x", pages: tuple[str, ...] = ("x",)) -> Replayable:
-    decision = {"out_of_domain": "no_match", "ambiguous": "clarify"}.get(kind, "answer")
+def row(p: float, kind: Kind = "question", first: str = "x", pages: tuple[str, ...] = ("x",)) -> Replayable:
+    decision: Literal["answer", "clarify", "no_match"] = (
+        "no_match" if kind == "out_of_domain" else "clarify" if kind == "ambiguous" else "answer")
     case = LabelledQuery(id=held_out_id("a"), query="how do I x", kind=kind, decision=decision,
                          pages=() if kind == "out_of_domain" else pages)
     ranked = (first, *[page for page in ("x", "y", "z") if page != first])
@@ -38,10 +41,10 @@ def test_the_chosen_point_keeps_wrong_answers_within_the_bound() -> None:
     rows = [row(0.99), row(0.93, first="y"), row(0.8), row(0.6)]
     as_fitted = replay(rows)
     assert (as_fitted.answers, as_fitted.wrong) == (3, 1)  # 0.99, 0.93 (wrong) and 0.8 answered
-    pair, t = best_point(rows, max_wrong=0.05)
+    points, t = best_point(rows, max_wrong=0.05)
     # Only a point above the wrong first page's 0.93 keeps wrong answers under 5 %.
-    assert pair is not None and pair[0] > 0.93
+    assert points is not None and points[0] > 0.93
     assert (t.answers, t.wrong, t.right) == (1, 0, 1)
-    pair, t = best_point(rows, max_wrong=0.5)
-    assert pair is not None and pair[0] <= 0.6  # a bound of one in two lets every page be answered
+    points, t = best_point(rows, max_wrong=0.5)
+    assert points is not None and points[0] <= 0.6  # a bound of one in two lets every page be answered
     assert (t.answers, t.wrong, t.right) == (4, 1, 3)
