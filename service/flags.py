@@ -132,6 +132,9 @@ class SemanticFlags(_Flags, frozen=True):
     answer_similarity: Fraction = 0.55
     margin: Fraction = 0.04
     ef_search: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 64
+    exact_search_max_vectors: Annotated[int, msgspec.Meta(ge=0)] = 5000
+    """A corpus with at most this many vectors (chunks × representations) is searched exactly,
+    not through HNSW: exact neighbours, the same on every replica, ~1 ms at 5,000 vectors."""
     # `contains body` is in the schema too, so PUT /admin/flags documents the rule.
     representations: Annotated[
         tuple[RepresentationKind, ...], msgspec.Meta(extra_json_schema={"contains": {"const": "body"}})
@@ -584,6 +587,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "semantic.answer_similarity": "a purely semantic answer needs at least this cosine",
     "semantic.margin": "cosine gap top-vs-other-document below which it is ambiguous",
     "semantic.ef_search": "HNSW candidate list; >= retrieval.candidate_pool (the pool's session default)",
+    "semantic.exact_search_max_vectors": "corpora with at most this many vectors (chunks × representations) are "
+    "searched exactly, not through HNSW (same neighbours on every replica); 0 = always HNSW",
     "semantic.representations": "vectors per chunk: body | section | page "
     "([note](quality/notes/2026-11-24-paraphrases.md)); a change needs a reindex",
     "decision.policy": "calibrated (the default; a corpus with no fit of its own: the portable fit) | "

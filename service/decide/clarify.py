@@ -24,10 +24,10 @@ SMALL_TALK = {
     "greeting": "Hello! Ask me about anything in the documentation and I'll find the page that explains it.",
     "thanks": "You're welcome. Is there anything else I can look up for you?",
 }
-GENERIC = (
-    "I can't look that up in the documentation right now. "
-    "Which part should I explain: Home, workspaces, notes or widgets?"
-)
+# Served when retrieval is off or every tier failed, on whatever corpus is served: it names no
+# page or product area (the seed plan's listed the seed app's "Home, workspaces, notes or
+# widgets") and asks nothing it offers no answer to (issue 40).
+GENERIC = "I can't look that up in the documentation right now. Please try again in a moment."
 
 
 def weak(top: Evidence) -> str:
@@ -50,10 +50,6 @@ def closest_matches(pages: Sequence[Evidence], lead: str = NO_MATCH_LEAD) -> str
     named = [f"{e.title} ({e.category})" for e in pages]
     listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
     return f"{lead} {CLOSEST.format(pages=listed)}"
-
-
-def single_low_confidence(top: Evidence) -> str:
-    return SINGLE_LOW_CONFIDENCE.format(top_a=top.title)
 
 
 def two_needs(first: Evidence, second: Evidence) -> str:

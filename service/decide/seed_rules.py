@@ -8,6 +8,8 @@ The rules run in the seed plan's order:
 3. matched terms < MIN_MATCHED_TERMS               → weak: clarify
 4. no title/keyword hit and no exact title phrase  → weak: clarify
 5. top raw score < MIN_SCORE                       → weak: clarify
+   (a weak match on the only page answers with it: a clarification offers a real
+   choice, issue 40; the seed plan asked "I think you mean X. Is that right?")
 6. raw gap to the best *other document* < MIN_GAP  → ambiguous: clarify
 7. confidence < MIN_CONF                           → ambiguous: clarify
 8. otherwise                                       → answer
@@ -49,6 +51,11 @@ from service.scoring.keyword_formulas import confidence, matched_term_count
 
 # How deep into each part's ranking multi-intent looks for a strong candidate.
 MULTI_INTENT_DEPTH = 5
+
+
+ONLY_PAGE = "only_page_"
+"""Prefixes the weak reason of an answer given because its page was the only one (phase 3
+decides such a query by its semantic leg, as it did the question it replaces)."""
 
 
 def option_of(evidence: Evidence) -> Option:
@@ -220,15 +227,11 @@ def decide(
 
     weak_reason = weakness(top, thresholds)
     if weak_reason is not None:
-        if second is None:
-            message = clarify.single_low_confidence(top)
-            options = [option_of(top)]
-        else:
-            message = clarify.weak(top)
-            options = [option_of(e) for e in others]
+        if second is None:  # nothing to choose between (issue 40): the only page answers, as under calibrated
+            return Answer(results=tuple(results), confidence=conf, reason=f"{ONLY_PAGE}{weak_reason}")
         return Clarify(
-            results=tuple(results), confidence=conf, message=message,
-            options=tuple(options), reason=weak_reason,
+            results=tuple(results), confidence=conf, message=clarify.weak(top),
+            options=tuple(option_of(e) for e in others), reason=weak_reason,
         )
 
     if second is not None:

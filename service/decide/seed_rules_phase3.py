@@ -44,6 +44,7 @@ from service.decide import clarify
 from service.decide.seed_rules import (
     NAMES_PAGES,
     NAMING_REASONS,
+    ONLY_PAGE,
     distinct_documents,
     lead_with,
     names_the_page,
@@ -57,7 +58,6 @@ from service.domain.types import (
     Evidence,
     NoMatch,
     NormalizedQuery,
-    Option,
 )
 from service.flags import SemanticFlags
 from service.scoring.keyword_formulas import confidence
@@ -96,6 +96,8 @@ def decide_hybrid(
     match keyword_decision:
         case Answer(reason="multi_intent"):
             return keyword_decision
+        case Answer(reason=reason) if reason.startswith(ONLY_PAGE):
+            pass  # a weak match that the keyword rules answer for want of a second page: below
         case Answer(results=(answered, *_)) if (
             keyword_decision.reason not in NAMING_REASONS
             and signal.top_doc not in (None, answered.doc_slug) and partial_match(answered, query)
@@ -132,9 +134,7 @@ def decide_hybrid(
         return NoMatch(message=clarify.NO_MATCH, reason="below_similarity_floor")
     top = fused[0]
     others = distinct_documents(fused, limit=3)
-    options: tuple[Option, ...]
-    if len(others) == 1:
-        message, options = clarify.single_low_confidence(top), (option_of(top),)
-    else:
-        message, options = clarify.weak(top), tuple(option_of(e) for e in others)
-    return Clarify(results=tuple(fused), confidence=conf, message=message, options=options, reason="semantic_weak")
+    if len(others) == 1:  # nothing to choose between (issue 40): the only page answers
+        return Answer(results=tuple(fused), confidence=conf, reason="only_page_semantic_weak")
+    return Clarify(results=tuple(fused), confidence=conf, message=clarify.weak(top),
+                   options=tuple(option_of(e) for e in others), reason="semantic_weak")

@@ -290,7 +290,10 @@ class HybridRetriever:
             query.raw, self.synonyms.phrases, self.synonyms.words,
             {fix.original: fix.corrected for fix in query.corrections if fix.original not in self.indexes.lexicon.english},
         )
-        semantic = asyncio.ensure_future(self.semantic.search(text, size, category, flags))
+        # A small corpus is searched exactly: the same neighbours on every replica (semantic_search).
+        vectors = len(self.indexes.chunks_by_id) * len(flags.semantic.representations)
+        exact = vectors <= flags.semantic.exact_search_max_vectors
+        semantic = asyncio.ensure_future(self.semantic.search(text, size, category, flags, exact))
         try:
             found = self.indexes.chunks.search_unexplained(
                 query.tokens, category=category, limit=size, notes=notes, lexical=flags.lexical,

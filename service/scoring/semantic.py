@@ -57,11 +57,13 @@ class SemanticHit(Base, frozen=True):
     """The vector kind that matched best (ingest/representations.py)."""
 
 
-def semantic_sql(dim: int, with_category: bool, kinds: Sequence[str] = ("body",)) -> str:
+def semantic_sql(dim: int, with_category: bool, kinds: Sequence[str] = ("body",), exact: bool = False) -> str:
     """The top-K query for one dimension: same cast and partial predicate as the index.
 
     The representation kinds are literals (checked against the known ones) so
-    that the parameters stay the same whichever kinds are searched."""
+    that the parameters stay the same whichever kinds are searched. `exact`: ties
+    in distance are broken by page, chunk and kind, so that the order is the
+    same on every database (run it with index scans off: `semantic_search`)."""
     if not (0 < dim <= MAX_DIM):
         raise ValueError(f"invalid vector dimension {dim}")
     unknown = set(kinds) - set(get_args(RepresentationKind))
@@ -75,6 +77,7 @@ def semantic_sql(dim: int, with_category: bool, kinds: Sequence[str] = ("body",)
     # parsed once per query, not once per row a sequential scan visits
     # (a bare `$1::text::vector` is re-evaluated per row in a generic plan).
     query_vector = f"(select $1::text::{vec})"
+    ties = ", c.doc_slug, c.chunk_index, e.kind" if exact else ""
     return f"""
         select c.id::text as chunk_id, c.doc_slug, c.chunk_index, c.category, c.title,
                coalesce(c.header_path, '') as header_path, c.chunk_hash, e.kind,
@@ -82,7 +85,7 @@ def semantic_sql(dim: int, with_category: bool, kinds: Sequence[str] = ("body",)
         from chunk_embeddings e
         join docs_knowledge_chunks c on c.id = e.chunk_id
         where e.dim = {int(dim)} and e.model = $2 and e.kind in ({kind_list}) {category}
-        order by e.embedding::{vec} <=> {query_vector}
+        order by e.embedding::{vec} <=> {query_vector}{ties}
         limit {limit}
     """
 
@@ -98,8 +101,16 @@ async def semantic_search(
     ef_search: int | None = None,
     iterative_scan: bool = True,
     kinds: Sequence[str] = ("body",),
+    exact: bool = False,
 ) -> list[SemanticHit]:
     """Cosine top-K chunks for `model` (vectors of other models are ignored).
+
+    `exact`: every vector is compared (a sequential scan, index scans off for the
+    transaction) instead of walking the HNSW graph. HNSW is approximate and its
+    graph differs from one build to the next (random levels), so two databases
+    seeded with the same pages could return different neighbours for one query;
+    the caller asks for exact search where the corpus is small enough for it to
+    cost little (`semantic.exact_search_max_vectors`).
 
     With several representation `kinds` the index returns up to top_k vectors
     per kind in one walk; a chunk keeps its best-scoring vector (the kind is
@@ -123,11 +134,15 @@ async def semantic_search(
     if category:
         args.append(category)
     args.append(rows_wanted)
-    sql = semantic_sql(dim, bool(category), kinds)
+    sql = semantic_sql(dim, bool(category), kinds, exact)
     # ef_search (flag `semantic.ef_search`; None: the pool's session value) must be
     # >= top_k or HNSW returns fewer rows.
     ef = max(POOL_EF_SEARCH if ef_search is None else ef_search, rows_wanted)
-    if ef == POOL_EF_SEARCH and iterative_scan:
+    if exact:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute("select set_config('enable_indexscan', 'off', true)")
+            rows = await conn.fetch(sql, *args)
+    elif ef == POOL_EF_SEARCH and iterative_scan:
         # The pool's session settings already say this: one round trip.
         rows = await pool.fetch(sql, *args)
     else:
@@ -239,7 +254,7 @@ class SemanticSearch(Protocol):
     """The semantic leg as phase 3 sees it (tests substitute their own)."""
 
     async def search(
-        self, text: str, top_k: int, category: str | None, flags: Flags
+        self, text: str, top_k: int, category: str | None, flags: Flags, exact: bool = False,
     ) -> tuple[list[SemanticHit], dict[str, float]]: ...
 
 
@@ -257,7 +272,7 @@ class SemanticLeg:
     timings: dict[str, float] = field(default_factory=dict)
 
     async def search(
-        self, text: str, top_k: int, category: str | None, flags: Flags
+        self, text: str, top_k: int, category: str | None, flags: Flags, exact: bool = False,
     ) -> tuple[list[SemanticHit], dict[str, float]]:
         pool = self.pool()
         if pool is None:
@@ -277,7 +292,7 @@ class SemanticLeg:
             hits = await asyncio.wait_for(
                 semantic_search(
                     pool, vector, model, self.embedder.dim, top_k, category,
-                    ef_search=flags.semantic.ef_search, kinds=flags.semantic.representations,
+                    ef_search=flags.semantic.ef_search, kinds=flags.semantic.representations, exact=exact,
                 ),
                 timeout=flags.timeouts.db_ms / 1000,
             )

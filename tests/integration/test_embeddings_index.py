@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from service.db.vectors import vector_literal
 from service.domain.types import Document
 from service.embedding.torch_backend import TorchEmbedder as Embedder
 from service.ingest.chunker import chunk_document, content_hash
@@ -20,7 +21,7 @@ from service.ingest.indexer import (
     index_embeddings,
     passage_context,
 )
-from service.scoring.semantic import semantic_search, semantic_sql, vector_literal
+from service.scoring.semantic import semantic_search, semantic_sql
 
 DOCS = [
     Document(

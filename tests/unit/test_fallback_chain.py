@@ -27,14 +27,14 @@ CHUNK = Chunk(
 
 
 class BrokenLeg(SemanticLeg):
-    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> Any:
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags, exact: bool = False) -> Any:
         raise ConnectionError("connection refused")
 
 
 class SlowLeg(SemanticLeg):
     """Never answers: waits on an event nobody sets, so only the timeout ends phase 3."""
 
-    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> Any:
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags, exact: bool = False) -> Any:
         await asyncio.Event().wait()
 
 
@@ -118,6 +118,8 @@ async def test_when_every_tier_fails_the_generic_reply_is_given() -> None:
     response = await pipeline.run_request(RetrieveParams(query="open my quick links"))
     assert response.status == "no_match" and response.message == clarify.GENERIC
     assert [s.tier for s in response.fallback_path] == ["phase3", "phase2", "phase1", "cache"]
+    # Whatever corpus is served: no question it offers nothing to answer, no area of one app named.
+    assert "?" not in response.message and "widgets" not in response.message.lower()
 
 
 async def test_disabled_retrieval_answers_200_with_the_generic_reply() -> None:
@@ -142,7 +144,7 @@ async def test_operator_phase_caps_the_client_phase() -> None:
 
 
 class NeighbourLeg(SemanticLeg):
-    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> Any:
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags, exact: bool = False) -> Any:
         from service.scoring.semantic import SemanticHit
 
         hit = SemanticHit(

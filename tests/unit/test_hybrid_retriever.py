@@ -39,7 +39,7 @@ def _words(text: str) -> set[str]:
 class OverlapLeg:
     """A deterministic stand-in for the embedding model: similarity = word overlap."""
 
-    async def search(self, text: str, top_k: int, category: str | None, flags: Flags) -> tuple[list[SemanticHit], dict[str, float]]:
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags, exact: bool = False) -> tuple[list[SemanticHit], dict[str, float]]:
         query = _words(text)
 
         def similarity(chunk: Chunk) -> float:
@@ -110,3 +110,27 @@ async def test_query_type_is_detected_once_and_picks_the_weights() -> None:
     assert query.query_type == "exact"
     candidates = await pipeline.hybrid().retrieve(query, FLAGS)
     assert candidates.query_type == "exact" and candidates.weights == FLAGS.fusion.weights.exact
+
+
+class RecordingLeg(OverlapLeg):
+    """OverlapLeg that remembers whether each search was asked to be exact."""
+
+    def __init__(self) -> None:
+        self.exact: list[bool] = []
+
+    async def search(self, text: str, top_k: int, category: str | None, flags: Flags, exact: bool = False) -> tuple[list[SemanticHit], dict[str, float]]:
+        self.exact.append(exact)
+        return await super().search(text, top_k, category, flags, exact)
+
+
+@pytest.mark.parametrize(("limit", "exact"), [(None, True), (len(CHUNKS) - 1, False), (0, False)])
+async def test_a_corpus_within_the_exact_search_limit_is_searched_exactly(limit: int | None, exact: bool) -> None:
+    # The seed corpus's chunks × one representation: exact under the default limit, HNSW one below.
+    flags = FLAGS if limit is None else apply_overrides(FLAGS, {"semantic.exact_search_max_vectors": limit})
+    leg = RecordingLeg()
+    pipeline = Pipeline(cache=Tier1Cache(()), synonyms=load_synonyms(SEEDS / "synonyms.yaml"), flags=lambda: flags,
+                        semantic=lambda: leg)
+    pipeline.load_corpus(DOCUMENTS, CHUNKS, version=1)
+    query, notes = pipeline.normalise("how do I add a quick link?", flags)
+    await pipeline.hybrid_tier.run(TierContext(query=query, notes=notes, category=None, flags=flags, top_k=5))
+    assert leg.exact == [exact]

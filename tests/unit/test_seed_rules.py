@@ -55,10 +55,11 @@ def test_title_keyword_guard() -> None:
     assert isinstance(decision, Clarify) and decision.reason == "no_title_or_keyword_hit"
 
 
-def test_single_low_confidence_match_uses_its_template() -> None:
+def test_a_weak_match_on_the_only_page_answers_with_it() -> None:
+    # A question with one option is no choice (issue 40): the page is given, its reason says why.
     decision = decide([ev("concepts/home", 0.2, 2)], Q, T)
-    assert isinstance(decision, Clarify) and decision.reason == "low_score"
-    assert decision.message == "I think you mean Home. Is that right?"
+    assert isinstance(decision, Answer) and decision.reason == "only_page_low_score"
+    assert [e.doc_slug for e in decision.results] == ["concepts/home"]
 
 
 def test_small_raw_gap_is_ambiguous() -> None:

@@ -111,6 +111,17 @@ def test_plausible_but_unsure_neighbour_asks() -> None:
     assert decision.message.startswith("I'm not sure which feature you mean. Are you asking about Notes?")
 
 
+def test_a_keyword_answer_given_for_want_of_a_second_page_is_decided_by_the_neighbours() -> None:
+    # The keyword rules answer a weak match on their only page (no one-option question); at phase
+    # 3 the fused ranking has other pages, so an unsure neighbour asks between them as before.
+    keyword = Answer(results=(ev("concepts/notes", 5.0),), confidence=0.0, reason="only_page_matched_terms")
+    decision = decide_hybrid(FUSED, keyword, SemanticSignal(top_similarity=BETWEEN, margin=0.01, top_doc="concepts/notes"), Q, T)
+    assert isinstance(decision, Clarify) and decision.reason == "semantic_weak"
+    assert [o.doc_slug for o in decision.options] == ["concepts/notes", "concepts/workspace"]
+    only = decide_hybrid(FUSED[:1], keyword, SemanticSignal(top_similarity=BETWEEN, margin=0.01, top_doc="concepts/notes"), Q, T)
+    assert isinstance(only, Answer) and only.reason == "only_page_semantic_weak"
+
+
 def test_no_content_words_is_no_match_whatever_the_neighbours() -> None:
     empty = NormalizedQuery(raw="how do I do it", tokens=(), phrase="")
     keyword = NoMatch(message="Which part should I explain?", reason="no_match")
