@@ -128,6 +128,7 @@ FEATURES: dict[str, Callable[[Loaded], dict[str, float]]] = {
 
 
 def with_feature(collected: Collected, name: str, values: Mapping[str, float]) -> Collected:
+    """A copy of the runs with `name` in every run's features (0 but at phase 3's seed-rules runs)."""
     runs = []
     for run in collected.runs:
         value = values.get(run.case_id, 0.0) if run.phase == PHASE and run.policy == "seed_rules" else 0.0
@@ -151,25 +152,34 @@ def signal_auc(sets: Sequence[Loaded], name: str, values: Mapping[str, float]) -
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--feature", choices=sorted(FEATURES), required=True)
+    parser.add_argument("--feature", choices=sorted(FEATURES), action="append", required=True,
+                        help="repeat to add several features together (one variant)")
     parser.add_argument("--set", action="append", required=True, help="QUERIES.yaml=SIGNALS.json, one per corpus")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    name = args.feature
+    names = tuple(dict.fromkeys(args.feature))
     sets = [load_set(spec) for spec in args.set]
-    values: dict[str, float] = {}
+    values: dict[str, dict[str, float]] = {name: {} for name in names}
     for loaded in sets:
-        values.update(FEATURES[name](loaded))
+        for name in names:
+            values[name].update(FEATURES[name](loaded))
+    collected = [s.collected for s in sets]
+    for name in names:
+        collected = [with_feature(c, name, values[name]) for c in collected]
     results = {
         "without (the service's 23 features)": run_variant(sets, [s.collected for s in sets], ()),
-        f"+ {name}": run_variant(sets, [with_feature(s.collected, name, values) for s in sets], (name,)),
+        f"+ {', '.join(names)}": run_variant(sets, collected, names),
     }
     runs = [r for s in sets for r in phase3_runs(s)]
-    text = report(results, signal_auc(sets, name, values),
-                  {"best": len(runs), "first": 0, "none": sum(not r.ranked for r in runs)})
+    aucs: dict[str, dict[str, float]] = {"dev": {}, "test": {}}
+    for name in names:
+        for split, by_name in signal_auc(sets, name, values[name]).items():
+            aucs[split].update(by_name)
+    text = report(results, aucs, {"best": len(runs), "first": 0, "none": sum(not r.ranked for r in runs)})
     print(text)
     if args.out is not None:
-        command = f"python -m lab.experiments.top_page_features --feature {name} " + " ".join(f"--set {s}" for s in args.set)
+        command = ("python -m lab.experiments.top_page_features " + " ".join(f"--feature {n}" for n in names) + " "
+                   + " ".join(f"--set {s}" for s in args.set))
         args.out.write_text(f"{command}\n\n{text}\n", encoding="utf-8")
         say(f"wrote {args.out}")
     return 0

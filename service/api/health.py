@@ -14,6 +14,7 @@ from service.db.pool import describe_error
 from service.db.supervisor import DatabaseStatus
 from service.domain.types import Base
 from service.operations import OPS_KEY, Operations
+from service.scoring.semantic import searched_exactly
 from service.state import get_state
 
 READY_QUERY_TIMEOUT_S = 2.0
@@ -71,6 +72,9 @@ class Ready(Base, frozen=True):
     retrieval is disabled (flag `enabled` or the kill switch)."""
     relevance_model: RelevanceModelInfo | None = None
     """The relevance model loaded at start-up (`relevance.enabled`); null while it is off."""
+    vector_search: str | None = None
+    """How phase 3 finds neighbours: `exact` (every vector compared: a corpus within
+    `semantic.exact_search_max_vectors`, the same neighbours on every replica) or `hnsw`."""
 
 
 class NotReady(Base, frozen=True):
@@ -120,7 +124,7 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             calibration_fit=fit.fit, calibration_note=fit.note, calibration_error=fit.error,
             calibration_source=fit.source, calibration_held_out=fit.held_out,
             relevance_model=RelevanceModelInfo(**st.relevance.info.describe()) if st.relevance else None,
-            **_phases(state),
+            vector_search=_vector_search(state, counts.chunks), **_phases(state),
         ),
         status_code=200,
     )
@@ -161,6 +165,14 @@ def _phases(state: State) -> dict[str, int | None]:
     ceiling = ops.kill_switch.ceiling
     in_force = 0 if not flags.enabled else flags.phase if ceiling is None else min(ceiling, flags.phase)
     return {"phase": flags.phase, "phase_in_force": in_force}
+
+
+def _vector_search(state: State, chunks: int) -> str | None:
+    """How phase 3 searches the `chunks` stored under the flags in force (`searched_exactly`)."""
+    ops = state.get(OPS_KEY)
+    if not isinstance(ops, Operations):
+        return None
+    return "exact" if searched_exactly(chunks, ops.flags()) else "hnsw"
 
 
 def _not_ready(reason: str, db: DatabaseStatus | None = None) -> Response[Ready | NotReady]:

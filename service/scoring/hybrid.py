@@ -45,7 +45,7 @@ from service.scoring.fusion import (
 from service.scoring.indexes import CorpusIndexes
 from service.scoring.keyword import make_snippet, plain_text, shown_score
 from service.scoring.page_priors import page_factor
-from service.scoring.semantic import SemanticHit, SemanticSearch, semantic_signal
+from service.scoring.semantic import SemanticHit, SemanticSearch, searched_exactly, semantic_signal
 
 ChunkKey = tuple[str, int]
 RrfParts = tuple[int | None, int | None, float]
@@ -291,8 +291,7 @@ class HybridRetriever:
             {fix.original: fix.corrected for fix in query.corrections if fix.original not in self.indexes.lexicon.english},
         )
         # A small corpus is searched exactly: the same neighbours on every replica (semantic_search).
-        vectors = len(self.indexes.chunks_by_id) * len(flags.semantic.representations)
-        exact = vectors <= flags.semantic.exact_search_max_vectors
+        exact = searched_exactly(len(self.indexes.chunks_by_id), flags)
         semantic = asyncio.ensure_future(self.semantic.search(text, size, category, flags, exact))
         try:
             found = self.indexes.chunks.search_unexplained(

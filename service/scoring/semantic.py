@@ -57,6 +57,12 @@ class SemanticHit(Base, frozen=True):
     """The vector kind that matched best (ingest/representations.py)."""
 
 
+def searched_exactly(chunks: int, flags: Flags) -> bool:
+    """Whether phase 3 compares every vector (`semantic_search(exact=True)`): the corpus's
+    vectors, chunks × representations, within `semantic.exact_search_max_vectors`."""
+    return chunks * len(flags.semantic.representations) <= flags.semantic.exact_search_max_vectors
+
+
 def semantic_sql(dim: int, with_category: bool, kinds: Sequence[str] = ("body",), exact: bool = False) -> str:
     """The top-K query for one dimension: same cast and partial predicate as the index.
 

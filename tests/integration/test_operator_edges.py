@@ -33,6 +33,20 @@ async def test_ready_names_the_configured_phase_and_the_one_in_force(service_cli
     assert (await service_client.get("/ready")).json()["phase"] == 3
 
 
+async def test_ready_says_how_phase_3_searches_the_vectors(service_client: Any) -> None:
+    """The seed corpus is small: exact search (the same neighbours on every replica); with the
+    limit set below its chunks, the HNSW index."""
+    body = (await service_client.get("/ready")).json()
+    assert body["vector_search"] == "exact", body
+    limit = {"name": "semantic.exact_search_max_vectors", "value": body["chunks"] - 1}
+    changed = await service_client.put("/admin/flags", json=limit, headers=SHARED_AUTH)
+    assert changed.status_code == 200, changed.text
+    try:
+        assert (await service_client.get("/ready")).json()["vector_search"] == "hnsw"
+    finally:
+        await service_client.delete("/admin/flags/semantic.exact_search_max_vectors", headers=SHARED_AUTH)
+
+
 async def test_favicon(service_client: Any) -> None:
     for path in ("/favicon.ico", "/console/assets/favicon.svg"):
         response = await service_client.get(path)
