@@ -135,6 +135,6 @@ def decide_hybrid(
     top = fused[0]
     others = distinct_documents(fused, limit=3)
     if len(others) == 1:  # nothing to choose between (issue 40): the only page answers
-        return Answer(results=tuple(fused), confidence=conf, reason="only_page_semantic_weak")
+        return Answer(results=tuple(fused), confidence=conf, reason=f"{ONLY_PAGE}semantic_weak")
     return Clarify(results=tuple(fused), confidence=conf, message=clarify.weak(top),
                    options=tuple(option_of(e) for e in others), reason="semantic_weak")
