@@ -1,5 +1,6 @@
 """Sentence vectors over the twelve labelled sets (issue 41 item 6: a label-free lever beside the
-relevance model; the 2026-11-24 paraphrase note measured it on two corpora only).
+relevance model), through the service's own phase 3 (the 2026-11-27 night note's figures came
+from `paraphrase_experiments`, whose keyword leg predates the names).
 
 Every sentence of every chunk is embedded with the chunk's breadcrumb as context (as a body is),
 and a chunk's semantic score becomes max(its body's cosine, its best sentence's cosine). Phase 3
