@@ -14,6 +14,8 @@ from typing import Any
 import asyncpg
 from pgvector.asyncpg import register_vector
 
+from service.flags import SemanticFlags
+
 log = logging.getLogger(__name__)
 
 # Worth retrying: the server is starting, restarting or briefly overloaded.
@@ -96,9 +98,10 @@ async def _init_connection(conn: asyncpg.Connection[Any]) -> None:
 
 # HNSW search settings every pooled connection starts with, so a vector query
 # is one round trip; a query wanting other values sets them in a transaction.
-# ef_search must cover the candidate pool (50) or HNSW returns fewer rows;
-# iterative scans keep walking the graph until the model/category filters pass.
-HNSW_SESSION_SETTINGS = {"hnsw.ef_search": "64", "hnsw.iterative_scan": "strict_order"}
+# ef_search is the flag's default (`semantic.ef_search`, which must cover the
+# candidate pool or HNSW returns fewer rows); iterative scans keep walking the
+# graph until the model/category filters pass.
+HNSW_SESSION_SETTINGS = {"hnsw.ef_search": str(SemanticFlags().ef_search), "hnsw.iterative_scan": "strict_order"}
 
 
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool[Any]:

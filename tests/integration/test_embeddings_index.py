@@ -252,10 +252,11 @@ async def test_semantic_search_paraphrase_and_category_filter(
 
 
 async def test_explain_uses_hnsw_index(pool: Any) -> None:
-    """On a table of realistic size the planner walks the HNSW index (with and
-    without the category filter). On a tiny table it rightly seq-scans: exact
-    and faster, so this test builds 5,000 rows of random vectors (the service
-    searches with ef_search 64, which the planner weighs against the table size)."""
+    """On a table of the size where the service uses the index (above
+    `semantic.exact_search_max_vectors`) the planner walks the HNSW index, with and
+    without the category filter. On a small table it rightly seq-scans (with
+    `semantic.ef_search`, which the planner weighs against the table size, 5,000 rows
+    are a sequential scan), so this test builds 12,000 rows of random vectors."""
     await pool.execute(
         "insert into docs_knowledge (slug, category, title, content, content_hash) "
         "select 'd' || i, (array['concepts','widgets','actions'])[1 + i % 3], 't', 'c', 'h' "
@@ -264,7 +265,7 @@ async def test_explain_uses_hnsw_index(pool: Any) -> None:
     await pool.execute(
         "insert into docs_knowledge_chunks (doc_slug, category, title, chunk_index, content, "
         "chunk_hash) select 'd' || (i % 30), (array['concepts','widgets','actions'])"
-        "[1 + (i % 30) % 3], 't', i, 'c', 'h' from generate_series(0, 4999) i"
+        "[1 + (i % 30) % 3], 't', i, 'c', 'h' from generate_series(0, 11999) i"
     )
     await pool.execute(
         "insert into chunk_embeddings (chunk_id, model, dim, chunk_hash, embedding) "
