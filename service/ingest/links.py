@@ -12,7 +12,10 @@ not checked. Flag `seeding.broken_links`: `warn` logs and reports them,
 `fail` fails the seed before any write.
 
 Not broken, and counted apart (`LinkCheck`): links that leave the corpus on purpose
-(**external**: an intersphinx `python:library/pdb` target, a `?q=` site-search link),
+(**external**: an intersphinx `python:library/pdb` target, a `?q=` site-search link, a site
+address whose first folder is no folder of the corpus and no base path its other links reach
+pages through: `/blog/…` or `/enterprise/` beside `/docs/…` links, the generated `/commands/…`
+of a site whose command pages are not in the docs folder),
 links into a file `seeding.ignore` leaves out (**excluded**), a wikilink to a page nobody
 wrote in a Logseq graph (**unwritten**: Logseq makes a page of every `[[name]]`, holding the
 blocks that link to it; a corpus is taken for a Logseq graph when its pages carry `id::`
@@ -73,7 +76,8 @@ class LinkCheck:
     broken: tuple[BrokenLink, ...] = ()
     unverifiable: tuple[UnverifiableAnchor, ...] = ()
     external: int = 0
-    """Links that leave the corpus on purpose: intersphinx targets, `?q=` site-search links."""
+    """Links that leave the corpus on purpose: intersphinx targets, `?q=` site-search links,
+    site addresses outside the corpus's folders and base paths."""
     excluded: int = 0
     """Links into files `seeding.ignore` leaves out."""
     unwritten: int = 0
@@ -129,6 +133,8 @@ class CorpusLinks:
         # A wikilink names a left-out page as it would a kept one: its file, or its folder for an index.
         names = {name_slug(p.parent.name if p.name in _INDEX_FILES else p.stem) for p in self.excluded_files}
         self.excluded_names = frozenset(names - {""})
+        self.base_paths = _base_paths(corpus, self.root, self.by_file, self.by_slug)
+        """First folders the tree lacks through which absolute links reach its pages (`/docs/`)."""
         self.block_ids = frozenset(i for entry in corpus for i in entry.page.block_ids)
         self.outliner = bool(self.block_ids)
         """A Logseq graph: a `[[name]]` without a page is a page Logseq makes."""
@@ -214,6 +220,44 @@ def _under_base_path(relative: PurePosixPath, suffix: str, root: Path) -> list[P
     return _page_files((root / "/".join(parts[1:])).resolve(), suffix)
 
 
+def _site_address(target: str) -> PurePosixPath:
+    """A Markdown link's path, without its fragment and query, as a path."""
+    return PurePosixPath(unquote(target.partition("#")[0].partition("?")[0]))
+
+
+def _base_paths(
+    corpus: Sequence[CorpusPage], root: Path, by_file: Mapping[Path, CorpusPage], by_slug: Mapping[str, CorpusPage],
+) -> frozenset[str]:
+    """The first folders of absolute links that the tree does not have but through which some
+    link reaches a page (`_under_base_path`, or a front matter address after it): the site's
+    base path, as its own links write it."""
+    found: set[str] = set()
+    for entry in corpus:
+        for link in entry.page.links:
+            relative = _site_address(link.target)
+            if link.kind != "markdown" or not relative.is_absolute() or len(relative.parts) < 3:
+                continue
+            first = relative.parts[1]
+            if first in found or (root / first).exists():
+                continue
+            rest = PurePosixPath(*relative.parts[2:])
+            if (any(f in by_file for f in _under_base_path(relative, relative.suffix.lower(), root))
+                    or _by_slug(PurePosixPath("/", rest), by_slug) is not None):
+                found.add(first)
+    return frozenset(found)
+
+
+def _outside_corpus(relative: PurePosixPath, known: CorpusLinks) -> bool:
+    """An absolute address whose first folder (or page) the corpus has none of, and which is no
+    base path its links use: another part of the site (`/blog/…`, `/enterprise/`)."""
+    if len(relative.parts) < 2:
+        return False
+    first = relative.parts[1]
+    named = PurePosixPath(first)
+    return (first not in known.base_paths and not (known.root / first).exists()
+            and not any((known.root / named.with_suffix(ext)).exists() for ext in PAGE_SUFFIXES))
+
+
 def _by_slug(relative: PurePosixPath, by_slug: Mapping[str, CorpusPage]) -> CorpusPage | None:
     """The page whose front matter `slug` gives it this address (Docusaurus' `slug: /quickstart`,
     linked as `/docs/quickstart`), with or without the site's base path."""
@@ -279,5 +323,7 @@ def _resolve(link: Link, doc: CorpusPage, path: Path, known: CorpusLinks) -> _Ju
     if target is None:
         if any(f in known.excluded_files for f in candidates):
             return _Judged("excluded")
+        if relative.is_absolute() and _outside_corpus(relative, known):
+            return _Judged("external")
         return _Judged("broken", "no such page in the corpus")
     return _anchored(target, fragment, f"no heading #{fragment} in {target.doc.slug}")

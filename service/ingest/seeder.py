@@ -61,7 +61,8 @@ class SeedReport(Base, frozen=True):
     """Each anchor missing from a page its build partly writes (an include, a directive, a
     shortcode), once, with how many links point at it: not broken, not verifiable here."""
     external_links: int = 0
-    """Links that leave the corpus on purpose (intersphinx targets, `?q=` site search)."""
+    """Links that leave the corpus on purpose (intersphinx targets, `?q=` site search, addresses
+    into other parts of the site: `/blog/…` beside `/docs/…`)."""
     excluded_links: int = 0
     """Links into files `seeding.ignore` leaves out."""
     unwritten_pages: int = 0
@@ -134,7 +135,8 @@ def _prepare(
         log.info("seed: %d anchor(s) not verifiable (the build writes part of their page), e.g. %s",
                  len(links.unverifiable), "; ".join(map(str, links.unverifiable[:5])))
     if links.external or links.excluded or links.unwritten:
-        log.info("seed: not broken: %d link(s) leaving the corpus (intersphinx, site search), %d into files"
+        log.info("seed: not broken: %d link(s) leaving the corpus (intersphinx, site search, other parts of the"
+                 " site), %d into files"
                  " seeding.ignore leaves out, %d to pages Logseq makes for a [[name]]", links.external,
                  links.excluded, links.unwritten)
     documents = [entry.doc for entry in corpus]

@@ -126,6 +126,26 @@ def test_site_search_links_are_external(tmp_path: Path) -> None:
     assert check.broken == () and check.external == 3
 
 
+def test_site_addresses_outside_the_corpus_are_external(tmp_path: Path) -> None:
+    """QuestDB's docs link to `/blog/…` and `/enterprise/` beside `/docs/…` pages: other parts of
+    the site, not missing pages; a missing page under the base path, or under a folder the corpus
+    has, is still broken."""
+    write(tmp_path, {
+        "concepts/jit.md": "# JIT\n\nSee [the post](/blog/2022/01/12/jit-sql-compiler/) and [Enterprise](/enterprise/).\n",
+        "index.md": "# Home\n\n[JIT](/docs/concepts/jit) [gone](/docs/concepts/gone/) [moved](/concepts/moved)\n",
+    })
+    check = links_of(tmp_path)
+    assert sorted(b.target for b in check.broken) == ["/concepts/moved", "/docs/concepts/gone/"]
+    assert check.external == 2
+
+
+def test_without_a_base_path_a_first_folder_the_corpus_lacks_is_another_part_of_the_site(tmp_path: Path) -> None:
+    """Nushell's docs link to `/commands/docs/…`, pages its site generates from the program."""
+    write(tmp_path, {"book/intro.md": "# Intro\n\nUse [ls](/commands/docs/ls.md) and [the rest](/book/missing.md).\n"})
+    check = links_of(tmp_path)
+    assert [b.target for b in check.broken] == ["/book/missing.md"] and check.external == 1
+
+
 def test_links_into_ignored_files_are_excluded_not_broken() -> None:
     """MkDocs' docs with the included-only contributing page left out by `seeding.ignore`."""
     rules = CorpusRules(dialect="mkdocs", ignore=("about/contributing.md",))
