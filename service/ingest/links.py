@@ -310,6 +310,10 @@ def _resolve(link: Link, doc: CorpusPage, path: Path, known: CorpusLinks) -> _Ju
     base = known.root if relative.is_absolute() else path.parent
     file = (base / str(relative).lstrip("/")).resolve()
     candidates = _page_files(file, suffix)
+    if suffix == ".rst" and path.suffix == ".rst":
+        # A reStructuredText page's `:doc:` and toctree name a Sphinx document, whatever its source
+        # file: pip's docs name `topics/repeatable-installs`, a MyST Markdown page (rst.py writes `.rst`).
+        candidates += [file.with_suffix(ext) for ext in PAGE_SUFFIXES if ext != ".rst"]
     if suffix not in PAGE_SUFFIXES and not relative.is_absolute() and path.name not in _INDEX_FILES:
         # A link written as an address (`../ingress-nginx/`, `./#custom-domains`) may be relative
         # to the page's own address, one folder deeper than its file (MkDocs serves `a/page.md`

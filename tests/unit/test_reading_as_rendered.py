@@ -119,6 +119,21 @@ def test_an_intersphinx_ref_and_a_local_name_with_a_colon(tmp_path: Path) -> Non
     assert [b.target for b in check.broken] == [":ref:`nowhere`"]  # a local label still checked
 
 
+def test_a_doc_reference_reaches_a_myst_markdown_page(tmp_path: Path) -> None:
+    """pip's reStructuredText pages name its MyST Markdown topics (`topics/repeatable-installs.md`)
+    by docname, as Sphinx does whatever a page's source; a Markdown link to a `.rst` file that is
+    not there is still broken."""
+    write(tmp_path, {
+        "user_guide.rst": "User guide\n==========\n\nSee :doc:`topics/repeatable-installs` and "
+                          ":doc:`the missing one <topics/missing>`.\n\n.. toctree::\n\n   topics/repeatable-installs\n",
+        "topics/repeatable-installs.md": "# Repeatable installs\n\nPin versions.\n",
+        "notes.md": "# Notes\n\n[installs](topics/repeatable-installs.rst)\n",
+    })
+    check = links_of(tmp_path)
+    assert sorted(b.target for b in check.broken) == ["topics/missing.rst", "topics/repeatable-installs.rst"]
+    assert {b.path.name for b in check.broken} == {"user_guide.rst", "notes.md"}
+
+
 def test_site_search_links_are_external(tmp_path: Path) -> None:
     write(tmp_path, {"index.md": "# Home\n\nSearch [all social options](?q=social) or [the blog](blog/?q=tag:x).\n",
                      "setup.md": "# Setup\n\nSee [the index](index.md?utm=1#home) and [search](../?q=search).\n"})
