@@ -389,7 +389,7 @@ def _listing(seeds_dir: Path, rules: CorpusRules) -> tuple[list[Path], list[tupl
             continue
         if not path.is_file() and not path.is_symlink():
             continue  # a folder named *.md, a FIFO; symlinks are judged when read (_decode)
-        if len(relative.parts) == 1 and _about_the_corpus(path.stem):
+        if len(relative.parts) == 1 and _about_the_corpus(path.stem) and not _site_page(path):
             skipped.append((path, "a note about the corpus at its root (no lower-case letter in its name)"))
             continue
         if path.name.lower() == "readme.md" and any(
@@ -408,6 +408,25 @@ def _listing(seeds_dir: Path, rules: CorpusRules) -> tuple[list[Path], list[tupl
 def _about_the_corpus(stem: str) -> bool:
     """README, LICENSE, SOURCE: letters but none lower-case (`404` has no letters: a page)."""
     return any(ch.isalpha() for ch in stem) and not any(ch.islower() for ch in stem)
+
+
+_PAGE_KEYS = re.compile(r"^(?:title|id|slug)\s*:", re.MULTILINE)
+SITE_PAGE_HEAD_BYTES = 4096
+"""How much of a root file is read to find its front matter."""
+
+
+def _site_page(path: Path) -> bool:
+    """A root file its site renders as a page whatever its name: front matter naming it (`title:`,
+    `id:` or `slug:`), as Jest's `CLI.md` (`id: cli`, "Jest CLI Options") and Redux's `FAQ.md`."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(SITE_PAGE_HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    if not head.startswith("---"):
+        return False
+    matter, closed, _ = head[3:].partition("\n---")
+    return bool(closed) and _PAGE_KEYS.search(matter) is not None
 
 
 class SeedError(ValueError):

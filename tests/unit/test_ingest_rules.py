@@ -159,6 +159,16 @@ def test_corpus_files_hidden_paths_and_ignore_globs_are_not_pages(tmp_path: Path
     assert [p.name for p in seed_files(tmp_path, rules)] == ["page.md"]
 
 
+def test_an_upper_case_root_file_its_front_matter_names_is_a_page(tmp_path: Path) -> None:
+    """Jest's `CLI.md` ("Jest CLI Options", `id: cli`) and Redux's `FAQ.md` are pages their sites
+    render; a README or LICENSE with no front matter, or with front matter naming nothing, is not."""
+    write(tmp_path, "CLI.md", "---\nid: cli\ntitle: Jest CLI Options\n---\n\nThe `jest` runner.\n")
+    write(tmp_path, "FAQ.md", "---\ntitle: FAQ Index\n---\n\nQuestions.\n")
+    write(tmp_path, "README.md", "# Docs\n\nHow to build them.\n")
+    write(tmp_path, "NOTICE.md", "---\nlicense: MIT\n---\n\nCopyright.\n")
+    assert [p.name for p in seed_files(tmp_path, CorpusRules())] == ["CLI.md", "FAQ.md"]
+
+
 def test_property_only_pages_are_kept_with_their_properties_as_text(tmp_path: Path) -> None:
     write(tmp_path, "Query.md", "type:: [[Command]]\ndescription:: Starts a simple query\n")
     doc = only(tmp_path)
