@@ -416,3 +416,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         groups = {_SHARED_APPS[name] for name in getattr(item, "fixturenames", ()) if name in _SHARED_APPS}
         if groups:
             item.add_marker(pytest.mark.xdist_group("+".join(sorted(groups))))
+
+
+def choice_problem(payload: dict[str, Any]) -> str | None:
+    """What is wrong with a /retrieve response's choice (issue 40), else None: a question with fewer
+    than two pages to choose from, or a no match that offers none and ends in a question."""
+    from service.decide.clarify import SMALL_TALK
+
+    if payload["status"] == "clarify" and len({o["doc_slug"] for o in payload["options"]}) < 2:
+        return f"asks with options {[o['doc_slug'] for o in payload['options']]}: {payload['message']!r}"
+    # Small talk's own reply ("You're welcome. Is there anything else …?") is conversation, not a no match's question.
+    if (payload["status"] == "no_match" and payload["message"] not in SMALL_TALK.values() and not payload["options"]
+            and payload["message"].rstrip().endswith("?")):
+        return f"no match that asks a question it offers nothing for: {payload['message']!r}"
+    return None

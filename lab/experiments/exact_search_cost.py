@@ -26,6 +26,21 @@ HNSW_SQL = f"select id from t order by e::vector({DIM}) <=> (select $1::text::ve
 EXACT_SQL = HNSW_SQL.replace(f"limit {TOP}", f", id limit {TOP}")
 
 
+async def store_with_hnsw(conn: Any, vectors: Any) -> None:
+    """`vectors` as table `t` (id, e) with the service's HNSW index (migration 003: m 16,
+    ef_construction 64, pgvector's defaults) and fresh statistics."""
+    from service.db.vectors import vector_literal
+
+    dim = vectors.shape[1]
+    await conn.execute("drop table if exists t")
+    await conn.execute("create table t (id int, e vector)")
+    await conn.executemany("insert into t values ($1, $2::text::vector)",
+                           [(i, vector_literal(v)) for i, v in enumerate(vectors)])
+    await conn.execute(f"create index on t using hnsw ((e::vector({dim})) vector_cosine_ops) "
+                       "with (m = 16, ef_construction = 64)")
+    await conn.execute("analyze t")
+
+
 async def measure(dsn: str, sizes: Sequence[int], repeats: int) -> list[dict[str, float]]:
     import asyncpg
     import numpy as np
@@ -38,14 +53,9 @@ async def measure(dsn: str, sizes: Sequence[int], repeats: int) -> list[dict[str
         await conn.execute("create extension if not exists vector")
         rng = np.random.default_rng(0)
         for size in sizes:
-            await conn.execute("drop table if exists t")
-            await conn.execute("create table t (id int, e vector)")
             vectors = rng.standard_normal((size, DIM)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            await conn.executemany("insert into t values ($1, $2::text::vector)",
-                                   [(i, vector_literal(v)) for i, v in enumerate(vectors)])
-            await conn.execute(f"create index on t using hnsw ((e::vector({DIM})) vector_cosine_ops)")
-            await conn.execute("analyze t")
+            await store_with_hnsw(conn, vectors)
             query = vector_literal(vectors[7])
             row: dict[str, float] = {"vectors": size}
             for name, sql, index_scans in (("hnsw_ms", HNSW_SQL, "on"), ("exact_ms", EXACT_SQL, "off")):

@@ -59,6 +59,7 @@ def corpus_vectors(folders: Sequence[Path]) -> tuple[list[str], Any, Any]:
 async def measure(dsn: str, headings: list[str], vectors: Any, embedder: Any, queries: int) -> list[dict[str, float]]:
     import asyncpg
 
+    from lab.experiments.exact_search_cost import store_with_hnsw
     from service.db.vectors import vector_literal
 
     dim = vectors.shape[1]
@@ -66,14 +67,7 @@ async def measure(dsn: str, headings: list[str], vectors: Any, embedder: Any, qu
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute("create extension if not exists vector")
-        await conn.execute("drop table if exists t")
-        await conn.execute("create table t (id int, e vector)")
-        await conn.executemany("insert into t values ($1, $2::text::vector)",
-                               [(i, vector_literal(v)) for i, v in enumerate(vectors)])
-        # The service's index (migration 003): m 16, ef_construction 64.
-        await conn.execute(f"create index on t using hnsw ((e::vector({dim})) vector_cosine_ops) "
-                           "with (m = 16, ef_construction = 64)")
-        await conn.execute("analyze t")
+        await store_with_hnsw(conn, vectors)
         sample = random.Random(0).sample(range(len(headings)), min(queries, len(headings)))
         asked = [vector_literal(embedder.embed_query(headings[i])) for i in sample]
         exact = []

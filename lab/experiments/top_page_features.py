@@ -26,6 +26,7 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -40,6 +41,11 @@ from lab.experiments.relevance_decision import (
 )
 from service.evaluation.decisions import Collected
 
+if TYPE_CHECKING:
+    from service.domain.types import Document
+    from service.ingest.identifiers import Identifier
+    from service.normalize.lexicon import Lexicon
+
 
 def top_page_words(loaded: Loaded) -> dict[str, float]:
     """Per case id: log(1 + words of the phase-3 run's first page's text); 0 without a page."""
@@ -53,29 +59,36 @@ def top_page_words(loaded: Loaded) -> dict[str, float]:
     return {run.case_id: math.log1p(words.get(run.ranked[0], 0)) if run.ranked else 0.0 for run in phase3_runs(loaded)}
 
 
-def top_defines_name(loaded: Loaded) -> dict[str, float]:
-    """Per case id: 1.0 when the phase-3 run's first page defines a name the query holds."""
+def _names_of(loaded: Loaded) -> tuple[list[Document], list[tuple[Identifier, ...]], Lexicon]:
+    """The corpus's pages, each page's names (`page_names`, as the keyword index reads them) and
+    the lexicon a query of it is normalised with."""
     from lab.evaluation.kinds import corpus_dir, read_corpus
-    from service.domain.identifiers import compact_key, whole_key
     from service.flags import load_flags
     from service.normalize.lexicon import Synonyms, load_synonyms
-    from service.normalize.query import normalize_query
     from service.scoring.indexes import build_indexes, page_names
     from service.settings import load_settings
     from service.wiring import SYNONYMS_FILE
 
     settings = load_settings()
-    flags = load_flags(settings.flags_file)
     folder = corpus_dir(loaded.corpus, settings, None)
-    documents, chunks = read_corpus(folder, flags)
+    documents, chunks = read_corpus(folder, load_flags(settings.flags_file))
     synonyms_file = folder / SYNONYMS_FILE
     indexes = build_indexes(documents, chunks, load_synonyms(synonyms_file) if synonyms_file.is_file() else Synonyms())
+    return documents, page_names(documents, chunks), indexes.lexicon
+
+
+def top_defines_name(loaded: Loaded) -> dict[str, float]:
+    """Per case id: 1.0 when the phase-3 run's first page defines a name the query holds."""
+    from service.domain.identifiers import compact_key, whole_key
+    from service.normalize.query import normalize_query
+
+    documents, names, lexicon = _names_of(loaded)
     defined = {doc.slug: {k for i in shown if i.defined for k in (whole_key(i.name), compact_key(i.name))}
-               for doc, shown in zip(documents, page_names(documents, chunks), strict=True)}
+               for doc, shown in zip(documents, names, strict=True)}
     queries = {c.id: c.query for c in loaded.cases}
     out: dict[str, float] = {}
     for run in phase3_runs(loaded):
-        query, _ = normalize_query(queries[run.case_id], indexes.lexicon)
+        query, _ = normalize_query(queries[run.case_id], lexicon)
         top = run.ranked[0] if run.ranked else None
         asked = {k for n in query.identifiers for k in (whole_key(n), compact_key(n))}
         out[run.case_id] = float(top is not None and bool(asked & defined.get(top, set())))
@@ -85,30 +98,19 @@ def top_defines_name(loaded: Loaded) -> dict[str, float]:
 
 def name_focus(loaded: Loaded) -> dict[str, float]:
     """Per case id: max over the query's names the first page shows of 1 / pages showing it."""
-    from lab.evaluation.kinds import corpus_dir, read_corpus
     from service.domain.identifiers import compact_key, whole_key
-    from service.flags import load_flags
-    from service.normalize.lexicon import Synonyms, load_synonyms
     from service.normalize.query import normalize_query
-    from service.scoring.indexes import build_indexes, page_names
-    from service.settings import load_settings
-    from service.wiring import SYNONYMS_FILE
 
-    settings = load_settings()
-    flags = load_flags(settings.flags_file)
-    folder = corpus_dir(loaded.corpus, settings, None)
-    documents, chunks = read_corpus(folder, flags)
-    synonyms_file = folder / SYNONYMS_FILE
-    indexes = build_indexes(documents, chunks, load_synonyms(synonyms_file) if synonyms_file.is_file() else Synonyms())
+    documents, names, lexicon = _names_of(loaded)
     shown_on: dict[str, set[str]] = {}
-    for doc, shown in zip(documents, page_names(documents, chunks), strict=True):
+    for doc, shown in zip(documents, names, strict=True):
         for item in shown:
             for key in (whole_key(item.name), compact_key(item.name)):
                 shown_on.setdefault(key, set()).add(doc.slug)
     queries = {c.id: c.query for c in loaded.cases}
     out: dict[str, float] = {}
     for run in phase3_runs(loaded):
-        query, _ = normalize_query(queries[run.case_id], indexes.lexicon)
+        query, _ = normalize_query(queries[run.case_id], lexicon)
         top = run.ranked[0] if run.ranked else None
         focus = 0.0
         for name in query.identifiers:

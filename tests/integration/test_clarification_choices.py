@@ -14,22 +14,11 @@ from typing import Any
 
 import pytest
 
-from service.decide.clarify import SMALL_TALK
 from service.evaluation.labelled import load_labelled_set
 from service.settings import PROJECT_ROOT
-from tests.conftest import decision_policy
+from tests.conftest import choice_problem, decision_policy
 
 _, CASES = load_labelled_set(PROJECT_ROOT / "bench" / "queries" / "seed.yaml")
-
-
-def _problem(payload: dict[str, Any]) -> str | None:
-    if payload["status"] == "clarify" and len({o["doc_slug"] for o in payload["options"]}) < 2:
-        return f"asks with options {[o['doc_slug'] for o in payload['options']]}: {payload['message']!r}"
-    # Small talk's own reply ("You're welcome. Is there anything else …?") is conversation, not a no match's question.
-    if (payload["status"] == "no_match" and payload["message"] not in SMALL_TALK.values() and not payload["options"]
-            and payload["message"].rstrip().endswith("?")):
-        return f"no match that asks a question it offers nothing for: {payload['message']!r}"
-    return None
 
 
 @pytest.mark.parametrize("policy", ["calibrated", "seed_rules"])
@@ -40,7 +29,7 @@ async def test_no_question_without_a_choice(service_client: Any, policy: str) ->
             for phase in (1, 2, 3):
                 response = await service_client.post("/retrieve", json={"query": case.query, "phase": phase})
                 assert response.status_code == 200, response.text
-                problem = _problem(response.json())
+                problem = choice_problem(response.json())
                 if problem is not None:
                     problems.append(f"{case.id} @{phase}: {problem}")
     assert problems == []
