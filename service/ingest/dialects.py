@@ -16,7 +16,9 @@ markdown-it parse of service/ingest/parse.py:
   ("Tip: Title"; a details block its title; a code group nothing). MkDocs:
   mkdocstrings `::: package.Object` becomes the object's name (its options go) and
   an anchor of that name, `!!! note "Title"` admonitions a label line over their
-  dedented text, and so do content tabs (`=== "pip"` → "pip:"). Every dialect drops `<script>` / `<style>` blocks.
+  dedented text, and so do content tabs (`=== "pip"` → "pip:"). Every dialect drops `<script>` / `<style>` blocks
+  and the table-of-contents marker `[[toc]]` on a line of its own (VitePress writes it; the
+  vendored trees' detection may call such a folder plain Markdown).
 - **anchors** (`Anchors`): a heading's URL fragment computed the way the generator
   computes it, duplicates numbered as it numbers them: GitHub (github-slugger:
   Docusaurus, Starlight, plain Markdown), VitePress (@mdit-vue/shared `slugify`:
@@ -330,6 +332,9 @@ _ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+[\w-]+)
 # Material's content tabs (pymdownx.tabbed): `=== "pip"`, its text indented below it.
 _CONTENT_TAB = re.compile(r"^(\s*)===[+!]?[ \t]+\"([^\"]*)\"\s*$")
 _SCRIPT_OPEN = re.compile(r"^\s*<(script|style)\b[^>]*>", re.IGNORECASE)
+_TOC_MARKER = re.compile(r"^\s*\[\[toc\]\]\s*$", re.IGNORECASE)
+"""`[[toc]]` alone on a line: the page's table of contents (VitePress, VuePress, markdown-it-toc),
+not a wikilink to a page called "toc"."""
 _INCLUDE = re.compile(r"^\s*(?:--8<--|\{%\s*include\b|<<<\s|!include\b|\{!.*!\}\s*$)")
 # Text a build hook writes in: Material's documentation shortcodes (`<!-- md:setting x -->` makes
 # the option's heading and anchor) and VitePress' `<!--@include: part.md-->`.
@@ -451,6 +456,9 @@ class _Rewriter:
         script = _SCRIPT_OPEN.match(line)
         if script is not None:
             return self._drop_until(lines, i, re.compile(rf"</{script.group(1)}\s*>", re.IGNORECASE))
+        if _TOC_MARKER.match(line):
+            self._blank()
+            return i + 1
         if self.mdx:
             if _ESM.match(line):
                 return self._drop_statement(lines, i)

@@ -253,3 +253,21 @@ def test_an_admonition_with_class_words_or_quotes_in_its_title_reads_as_one() ->
     assert "Note:\nDefining a resolver is not enough." in page.body
     assert 'Note: on the "jsonable" nature of JSON schema\nRegarding JSON.' in page.body
     assert "!!!" not in page.body and "    " not in page.body
+
+
+@pytest.mark.parametrize("dialect", [Dialect.markdown, Dialect.vitepress])
+def test_the_table_of_contents_marker_is_no_link_and_no_text(dialect: Dialect) -> None:
+    """Nushell's book (VuePress) writes `[[toc]]` where the site renders the page's table of
+    contents; it was read as a wikilink to a page called "toc" (a broken link, and the word "toc"
+    in the page's text). Its folder has no `.vitepress/`, so it is read as plain Markdown."""
+    page = parse_page((REAL / "nushell-docs" / "configuration.md").read_text(encoding="utf-8"), dialect)
+    assert [link.target for link in page.links if "toc" in link.target.lower()] == []
+    assert "toc" not in page.body.lower().split()
+    assert "[[toc]]" not in page.body
+    assert "Configuration Overview" in page.headings  # the rest of the page is read as before
+    assert "More details are below when you need them" in page.body
+
+
+def test_a_wikilink_to_a_page_called_toc_inside_a_sentence_stays_a_link() -> None:
+    page = parse_page("# Notes\n\nSee [[toc]] for the list.\n")
+    assert [link.target for link in page.links] == ["toc"]
