@@ -139,7 +139,7 @@ class KeywordTier:
         }
         return Candidates(
             phase=self.phase, ranking=results, parts=part_rankings(index, ctx),
-            is_stub=indexes.is_stub, stats=stats,
+            is_stub=indexes.is_stub, pinned=indexes.pinned_pages(ctx.query.identifiers), stats=stats,
             explained=with_sections(hits.explained, indexes, ctx) if self.phase == 1 else hits.explained,
         )
 
@@ -181,7 +181,8 @@ class HybridTier:
         return Candidates(
             phase=3, ranking=candidates.fused, parts=parts[0] if parts else (), keyword=keyword,
             semantic=candidates.signal, page_similarity=page_similarity,
-            is_stub=is_stub, stats=candidates.stats(), explained=candidates.explained,
+            is_stub=is_stub, pinned=retriever.indexes.pinned_pages(ctx.query.identifiers),
+            stats=candidates.stats(), explained=candidates.explained,
         )
 
 

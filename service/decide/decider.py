@@ -11,8 +11,10 @@ Tiers retrieve (service/tiers.py); the `Decider` decides, for every phase and bo
   decides the message as one query by p (letting the split decide did not pay on six corpora:
   docs/quality/cross-corpus.md) and, when it answers, offers the other need's page too, so
   the user gets both pages (issue 40: "two needs in one message, under the default");
-- **no special cases under `calibrated`**: p against the fit's three points decides (every
-  special rule once kept in front of it was left out for not paying on six corpora);
+- **one special case under `calibrated`**: p against the fit's three points decides, but a first
+  page a name of the query pins down is answered from `calibration.NAME_PIN_MIN_P` up (issue 42;
+  it paid on twelve corpora, where every special rule once kept in front of p was left out for
+  not paying on six);
 - **before either policy**: small talk gets its reply, and a query about a name no page
   mentions is a no match (`names.unknown_names`, issue 42);
 - **phase 3's keyword leg**: under the seed rules, phase 3 decides with their verdict on it.
@@ -24,7 +26,7 @@ grid of operating points without running the service again; a test holds the two
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -43,6 +45,7 @@ from service.decide.calibration import (
     decision_signals,
     explain,
     load_model,
+    pins_page,
     probability,
 )
 from service.decide.seed_rules import (
@@ -200,9 +203,10 @@ class Decider:
     ) -> Decided:
         """Phases 1 and 2: the fit's p when a fit applies, else the seed rules."""
         ranking = list(candidates.ranking)
-        signals = decision_signals(query, ranking)
+        signals = msgspec.structs.replace(decision_signals(query, ranking), pinned=tuple(sorted(candidates.pinned)))
         if model is not None:
-            decision = _calibrated(model, flags.decision, candidates.phase, query, ranking, signals.features)
+            decision = _calibrated(model, flags.decision, candidates.phase, query, ranking, signals.features,
+                                   candidates.pinned)
             decision = content_first(decision, candidates.is_stub)
             return Decided(self._second_need(decision, candidates, query, flags), signals)
         return Decided(self._seed_rules(candidates, query, flags), signals)
@@ -245,10 +249,12 @@ class Decider:
         signals = msgspec.structs.replace(
             decision_signals(query, fused, view, top_page(keyword)),
             semantic_ranking=tuple(sorted(candidates.page_similarity, key=lambda s: -candidates.page_similarity[s])[:10]),
+            pinned=tuple(sorted(candidates.pinned)),
         )
         if model is not None:
-            calibrated = content_first(_calibrated(model, flags.decision, 3, query, fused, signals.features),
-                                       candidates.is_stub)
+            calibrated = content_first(
+                _calibrated(model, flags.decision, 3, query, fused, signals.features, candidates.pinned),
+                candidates.is_stub)
             return Decided(self._second_need(calibrated, candidates, query, flags), signals)
         leg = Candidates(phase=3, ranking=keyword, parts=candidates.parts, is_stub=candidates.is_stub)
         seed_keyword = self._seed_rules(leg, query, flags)  # the seed rules' view of the keyword leg
@@ -275,14 +281,15 @@ def _calibrated(
     query: NormalizedQuery,
     ranking: Sequence[Evidence],
     signals: dict[str, float],
+    pinned: Collection[str] = frozenset(),
 ) -> Decision:
-    """`signals`: `features_of` the same ranking."""
+    """`signals`: `features_of` the same ranking; `pinned`: `Candidates.pinned`."""
     phase_model = model.phases[str(phase)]
     p = probability(phase_model, signals)
     point = flags.at(phase)
     if nothing_similar(signals, point):
         return NoMatch(message=clarify.NO_MATCH, reason=NOTHING_SIMILAR, confidence=round(p, 4))
-    return decide_calibrated(ranking, query, p, explain(phase_model, signals, p), point)
+    return decide_calibrated(ranking, query, p, explain(phase_model, signals, p), point, pinned)
 
 
 NOTHING_SIMILAR = "calibrated_nothing_similar"
@@ -390,6 +397,8 @@ class RecordedRun(Protocol):
     def features(self) -> dict[str, float]: ...
     @property
     def stubs(self) -> tuple[str, ...]: ...
+    @property
+    def pinned(self) -> tuple[str, ...]: ...
 
 
 def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
@@ -404,6 +413,8 @@ def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[s
     if nothing_similar(f, point):  # phase 3 only: other phases' points have no floor
         return "no_match", (), ()
     action = choose(p, score_ratio=f["score_ratio"], has_second=len(ranked) > 1, point=point)
+    if action != "answer" and pins_page(ranked[0], run.pinned, p):  # `decide_calibrated`
+        action = "answer"
     two_needs = tuple(run.shown[:2]) if run.reason == "multi_intent" else ()
     if action != "answer" and len(two_needs) == 2 and set(two_needs) <= set(ranked[:TWO_NEEDS_DEPTH]):
         return "clarify", ranked, two_needs  # `two_needs_question`

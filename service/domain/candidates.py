@@ -33,6 +33,9 @@ class Candidates:
     """Phase 3: each page's best cosine."""
     is_stub: Callable[[str], bool] | None = None
     """Pages marked stub at seed (nothing of their own to say): never named by their title alone."""
+    pinned: frozenset[str] = frozenset()
+    """The pages a name of the query pins down (`CorpusIndexes.pinned_pages`): a first page among
+    them is answered though p alone would ask (`calibration.decide_calibrated`)."""
     stats: dict[str, float | int] = field(default_factory=dict)
     explained: Callable[[Evidence], Evidence] | None = None
     """Adds snippet and `match_explain` to the evidence shown (ranking and deciding use numbers

@@ -20,6 +20,9 @@ class DecisionSignals(Base, frozen=True):
     """`decide.calibration.FEATURES` of the ranking."""
     ranking: tuple[str, ...]
     """Distinct pages by score, best first (at most 10)."""
+    pinned: tuple[str, ...] = ()
+    """The pages a name of the query pins down (`Candidates.pinned`, sorted): the replay of the
+    decision needs them (`decider.replayed_status`)."""
     semantic_ranking: tuple[str, ...] = ()
     """Phase 3: the semantic leg alone, pages by their best chunk's cosine (at most 10); what the
     fusion is measured against (`eval-decisions --cross-corpus`)."""

@@ -49,6 +49,9 @@ class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
     """The phase that produced the response (lower when a tier fell back)."""
     semantic_ranked: tuple[str, ...] = ()
     """Phase 3: the semantic leg's pages alone, best cosine first (`DecisionSignals.semantic_ranking`)."""
+    pinned: tuple[str, ...] = ()
+    """The pages a name of the query pins down (`DecisionSignals.pinned`): `decider.replayed_status`
+    answers with a first page among them as the service does."""
     stubs: tuple[str, ...] = ()
     """The stub pages among `ranked` (`Document.stub`): an answer led by one gives way to a page
     with content (`decider.content_first`), and the replay must know which they are."""

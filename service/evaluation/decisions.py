@@ -85,6 +85,7 @@ async def run_case(pipeline: Any, flags: Flags, case: LabelledQuery, phase: int,
         features=dict(signals.features) if signals is not None else dict.fromkeys(FEATURES, 0.0),
         answered_phase=outcome.phase,
         semantic_ranked=signals.semantic_ranking if signals is not None else (),
+        pinned=signals.pinned if signals is not None else (),
         stubs=tuple(slug for slug in ranked if is_stub(slug)),
     )
 

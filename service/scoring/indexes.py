@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
@@ -37,6 +37,11 @@ RELEASE_HEADING = re.compile(
 """A heading that names a release: a version number, a date, or Keep a Changelog's "Unreleased"."""
 RELEASE_MIN_HEADINGS = 3
 """Release headings a page needs at one heading depth (besides being half of that depth's)."""
+NAME_PIN_MAX_PAGES = 3
+"""A name from the code that at most this many pages show pins its pages down (`pinned_pages`):
+`request.url_for` or `storesDirs` is on one to three pages, `TypeScript` or `mkdocs.yml` on many.
+Chosen leave-one-corpus-out on the twelve labelled sets' dev splits (1, 2, 3, 5 pages tried;
+docs/quality/cross-corpus.md)."""
 
 
 def release_notes_pages(chunks: Iterable[Chunk]) -> frozenset[str]:
@@ -71,6 +76,19 @@ class CorpusIndexes:
     documents_by_slug: dict[str, Document]
     chunks_by_id: dict[ChunkId, Chunk]
     """Every chunk by its id, (doc_slug, chunk_index): /context's full texts."""
+    pages_by_name: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Each name's whole and compact key (`request.url_for`, `requesturlfor`) → the pages that show
+    a name of that key (`page_names`: in code, inline code, headings, links)."""
+
+    def pinned_pages(self, names: Iterable[str]) -> frozenset[str]:
+        """The pages the query's names pin down: for each name at most `NAME_PIN_MAX_PAGES` pages
+        show (whole, else compact: `url_for` is `urlFor`), those pages."""
+        pinned: set[str] = set()
+        for name in names:
+            pages = self.pages_by_name.get(whole_key(name)) or self.pages_by_name.get(compact_key(name)) or frozenset()
+            if len(pages) <= NAME_PIN_MAX_PAGES:
+                pinned |= pages
+        return frozenset(pinned)
 
     def doc_info(self, slug: str) -> tuple[str, str]:
         """(content_hash, summary) of a document, for evidence built from a chunk."""
@@ -117,6 +135,16 @@ def identifier_index(names: Iterable[str]) -> dict[str, str]:
     return index
 
 
+def pages_by_name(documents: Sequence[Document], names: Sequence[tuple[Identifier, ...]]) -> dict[str, frozenset[str]]:
+    """`CorpusIndexes.pages_by_name` from each page's names (`page_names`, in `documents`' order)."""
+    pages: dict[str, set[str]] = {}
+    for doc, shown in zip(documents, names, strict=True):
+        for item in shown:
+            for key in (whole_key(item.name), compact_key(item.name)):
+                pages.setdefault(key, set()).add(doc.slug)
+    return {key: frozenset(slugs) for key, slugs in pages.items()}
+
+
 def page_names(documents: Sequence[Document], chunks: Sequence[Chunk]) -> list[tuple[Identifier, ...]]:
     """Each page's names, in `documents`' order, as the document index reads them: those its
     text and title show and define, and those other pages' links point at its sections by."""
@@ -156,4 +184,5 @@ def build_indexes(
         chunks=build_chunk_index(chunks, lexicon, doc_info),
         documents_by_slug=by_slug,
         chunks_by_id={(c.doc_slug, c.chunk_index): c for c in chunks},
+        pages_by_name=pages_by_name(documents, names),
     )

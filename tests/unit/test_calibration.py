@@ -179,7 +179,10 @@ def test_pages_fingerprint_is_the_set_of_slugs() -> None:
 @pytest.mark.parametrize("p", [0.05, 0.5, 0.9])
 @pytest.mark.parametrize("second_score", [0.3, 0.95])
 @pytest.mark.parametrize("third_score", [None, 0.5, 0.92])
-def test_the_fit_replays_the_rule_the_service_applies(p: float, second_score: float, third_score: float | None) -> None:
+@pytest.mark.parametrize("pinned", [(), ("concepts/home",), ("concepts/dashboard",)])
+def test_the_fit_replays_the_rule_the_service_applies(
+    p: float, second_score: float, third_score: float | None, pinned: tuple[str, ...],
+) -> None:
     """fit-decisions chooses thresholds by replaying recorded signals: it must decide as decide_calibrated."""
     from service.decide.calibration import decision_signals
     from service.decide.decider import replayed_status
@@ -190,10 +193,10 @@ def test_the_fit_replays_the_rule_the_service_applies(p: float, second_score: fl
         ranking.append(ev("concepts/panels", min(third_score, second_score), "Panels > Size"))
     signals = decision_signals(Q, ranking)
     run = CaseRun(case_id="c", phase=2, policy="seed_rules", status="clarify", reason="small_gap", shown=(),
-                  ranked=signals.ranking, options=(), features=signals.features)
+                  ranked=signals.ranking, options=(), features=signals.features, pinned=pinned)
     status, shown, options = replayed_status(run, p, T)
     assert shown == (signals.ranking if status != "no_match" else ())
-    decision = decide_calibrated(ranking, Q, p, "p", T)
+    decision = decide_calibrated(ranking, Q, p, "p", T, frozenset(pinned))
     assert status == {"Answer": "answer", "Clarify": "clarify", "NoMatch": "no_match"}[type(decision).__name__]
     assert options == tuple(o.doc_slug for o in decision.options)
 
@@ -399,3 +402,20 @@ def test_the_fit_s_replay_lets_a_stub_give_way_as_the_service_does() -> None:
     assert (status, shown) == ("answer", ("ui/how-to-work-with-the-right-hand-sidebar", "ui/search"))
     recorded_before_stubs = msgspec.structs.replace(run, stubs=())
     assert replayed_status(recorded_before_stubs, 0.99, T)[1] == ranked
+
+
+def test_a_first_page_a_name_of_the_query_pins_down_is_answered() -> None:
+    """`storesDirs`, shown on one page: p (fitted on every kind of query) would ask between that page
+    and the next; the name says which page is meant. Not below `NAME_PIN_MIN_P`, and only for the
+    first page: a pinned second page does not overturn p's ranking."""
+    from service.decide.calibration import NAME_PIN_MIN_P
+
+    ranking = [ev("ssr/nuxt", 1.0), ev("core-concepts/plugins", 0.95)]
+    point = DecisionPoint(answer_p=0.86, no_match_p=0.4, ambiguity_ratio=0.9)
+    assert isinstance(decide_calibrated(ranking, Q, 0.7, "p", point), Clarify)  # p alone asks
+    pinned = decide_calibrated(ranking, Q, 0.7, "p", point, frozenset({"ssr/nuxt"}))
+    assert isinstance(pinned, Answer) and pinned.reason == "calibrated_name_pins_page"
+    assert pinned.results[0].doc_slug == "ssr/nuxt"
+    assert isinstance(decide_calibrated(ranking, Q, NAME_PIN_MIN_P - 0.01, "p", point, frozenset({"ssr/nuxt"})),
+                      Clarify)
+    assert isinstance(decide_calibrated(ranking, Q, 0.7, "p", point, frozenset({"core-concepts/plugins"})), Clarify)

@@ -410,3 +410,20 @@ def test_a_query_of_many_names_looks_for_a_bounded_number_of_phrases() -> None:
     raw = " ".join(f"run --flag-{chr(97 + i)}" for i in range(20))
     query, _ = normalize_query(raw, lexicon)
     assert len(query.name_phrases) == MAX_NAME_PHRASES
+
+
+def test_a_name_few_pages_show_pins_them_down(pinia: tuple[list[Document], list[Chunk]]) -> None:
+    """`storesDirs` is shown by Pinia's Nuxt page alone: a query holding it pins that page down,
+    typed whole or in another case; `defineStore`, shown on most pages, pins nothing; a name no page
+    shows pins nothing."""
+    from service.normalize.lexicon import Synonyms
+    from service.scoring.indexes import NAME_PIN_MAX_PAGES, build_indexes
+
+    documents, chunks = pinia
+    indexes = build_indexes(documents, chunks, Synonyms())
+    assert indexes.pinned_pages(["storesDirs"]) == {"ssr/nuxt"}
+    assert indexes.pinned_pages(["storesdirs"]) == {"ssr/nuxt"}
+    assert len(indexes.pages_by_name["definestore"]) > NAME_PIN_MAX_PAGES
+    assert indexes.pinned_pages(["defineStore"]) == frozenset()
+    assert indexes.pinned_pages(["defineStore", "storesDirs"]) == {"ssr/nuxt"}
+    assert indexes.pinned_pages(["unregisterEverything"]) == frozenset()
