@@ -46,6 +46,7 @@ from service.decide.calibration import (
     explain,
     load_model,
     pins_page,
+    point_for,
     probability,
 )
 from service.decide.seed_rules import (
@@ -406,6 +407,7 @@ def replayed_status(run: RecordedRun, p: float, point: DecisionPoint) -> tuple[s
     `p` and `point`: `Decider` routing, on numbers."""
     f = run.features
     ranked = run.ranked
+    point = point_for(point, f["tokens"])  # `decide_calibrated`
     if run.reason == names.REASON:  # decided before p: the closest pages it offered, if any
         return "no_match", (), run.options
     if not ranked or f["top_score"] <= 0 or f["tokens"] == 0:

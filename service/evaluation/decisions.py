@@ -38,6 +38,7 @@ from service.decide.calibration import (
     CORPUS_SCALED,
     FEATURES,
     MODEL_FORMAT,
+    RULE_P_THRESHOLDS,
     CalibrationModel,
     corpus_fingerprint,
     pages_fingerprint,
@@ -219,7 +220,7 @@ def fit(
         repeats = cross_fitted([r.case_id for r in rows], [r.features for r in rows], labels, excluded=excluded)
         for pooled, repeat in zip(held_out, repeats, strict=True):
             pooled.update(((case_id, phase), p) for case_id, p in repeat.items())
-    grid = (*ANSWER_GRID, *NO_MATCH_GRID)
+    grid = (*ANSWER_GRID, *NO_MATCH_GRID, *RULE_P_THRESHOLDS)
     chosen: dict[int, Choice] = {}
     for phase in PHASES:
         mine = [r for r in dev if r.phase == phase]

@@ -419,3 +419,29 @@ def test_a_first_page_a_name_of_the_query_pins_down_is_answered() -> None:
     assert isinstance(decide_calibrated(ranking, Q, NAME_PIN_MIN_P - 0.01, "p", point, frozenset({"ssr/nuxt"})),
                       Clarify)
     assert isinstance(decide_calibrated(ranking, Q, 0.7, "p", point, frozenset({"core-concepts/plugins"})), Clarify)
+
+
+@pytest.mark.parametrize(("tokens", "p", "expected"), [
+    (("graph", "view"), 0.82, "answer"),  # a short query names its subject
+    (("graph", "view"), 0.78, "clarify"),
+    (("open", "graph", "view"), 0.82, "clarify"),  # three words: the fit's own point
+    (("graph",), 0.9, "answer"),
+])
+def test_a_short_query_is_answered_from_its_own_point(tokens: tuple[str, ...], p: float, expected: str) -> None:
+    """"graph view", "defineConfig": p, fitted on every kind of query, under-rates a query of one or
+    two words whose first page is right; such a query is answered from `SHORT_QUERY_ANSWER_P` when
+    the fit's own answer point is higher. The fits' replay decides the same."""
+    from service.decide.calibration import SHORT_QUERY_ANSWER_P, decision_signals
+    from service.decide.decider import replayed_status
+    from service.evaluation.decision_metrics import CaseRun
+
+    assert SHORT_QUERY_ANSWER_P == 0.8
+    query = NormalizedQuery(raw=" ".join(tokens), tokens=tokens, phrase=" ".join(tokens))
+    ranking = [ev("concepts/graph-view", 1.0), ev("concepts/graph", 0.5)]
+    point = DecisionPoint(answer_p=0.86, no_match_p=0.4, ambiguity_ratio=0.9)
+    decision = decide_calibrated(ranking, query, p, "p", point)
+    assert {"Answer": "answer", "Clarify": "clarify", "NoMatch": "no_match"}[type(decision).__name__] == expected
+    signals = decision_signals(query, ranking)
+    run = CaseRun(case_id="c", phase=3, policy="seed_rules", status="clarify", reason="r", shown=(),
+                  ranked=signals.ranking, options=(), features=signals.features)
+    assert replayed_status(run, p, point)[0] == expected
