@@ -27,16 +27,13 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lab.experiments.relevance_decision import (
-    Loaded,
-    load_set,
-    phase3_runs,
-    report,
-    run_variant,
-    say,
-)
-from lab.experiments.top_page_features import signal_auc, with_feature
+from lab.experiments.relevance_decision import Loaded, corpus_sessions, load_set, phase3_runs, say
+from lab.experiments.top_page_features import command_line, compare_features
+
+if TYPE_CHECKING:
+    from service.settings import Settings
 
 NAMES = ("drop_one_kept", "drop_one_rank")
 WORD = re.compile(r"\S+")
@@ -66,34 +63,23 @@ def compute(sets: Sequence[Loaded]) -> dict[str, dict[str, float]]:
     from service.settings import load_settings
 
     settings = load_settings()
-    return run_with_database(settings, lambda dsn: _compute(dsn, sets))
+    return run_with_database(settings, lambda dsn: _compute(dsn, settings, sets))
 
 
-async def _compute(admin_dsn: str, sets: Sequence[Loaded]) -> dict[str, dict[str, float]]:
-    from lab.evaluation.kinds import corpus_dir, open_session, page_ranking
-    from service.evaluation.harness import load_cached_embedder
-    from service.flags import load_flags
-    from service.settings import load_settings
+async def _compute(admin_dsn: str, settings: Settings, sets: Sequence[Loaded]) -> dict[str, dict[str, float]]:
+    from lab.evaluation.kinds import page_ranking
 
-    settings = load_settings()
-    flags = load_flags(settings.flags_file)
-    embedder = load_cached_embedder(settings, flags.embedding.backend)
     out: dict[str, dict[str, float]] = {}
-    for loaded in sets:
-        session, pool = await open_session(admin_dsn, settings, flags, corpus_dir(loaded.corpus, settings, None),
-                                           loaded.corpus, embedder)
-        try:
-            queries = {c.id: c.query for c in loaded.cases}
-            for run in phase3_runs(loaded):
-                if not run.ranked:
-                    continue
-                rankings = []
-                for variant in variants(queries[run.case_id]):
-                    evidence = await session.evidence(variant, flags, 3)
-                    rankings.append(page_ranking(e.doc_slug for e in evidence))
-                out[run.case_id] = features_of(run.ranked[0], rankings)
-        finally:
-            await pool.close()
+    async for loaded, session, flags in corpus_sessions(admin_dsn, settings, sets):
+        queries = {c.id: c.query for c in loaded.cases}
+        for run in phase3_runs(loaded):
+            if not run.ranked:
+                continue
+            rankings = []
+            for variant in variants(queries[run.case_id]):
+                evidence = await session.evidence(variant, flags, 3)
+                rankings.append(page_ranking(e.doc_slug for e in evidence))
+            out[run.case_id] = features_of(run.ranked[0], rankings)
         say(f"{loaded.corpus}: {len(phase3_runs(loaded))} runs")
     return out
 
@@ -113,25 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         values = compute(sets)
         if args.values is not None:
             args.values.write_text(json.dumps(values), encoding="utf-8")
-    collected = [s.collected for s in sets]
-    for name in names:
-        collected = [with_feature(c, name, {k: v[name] for k, v in values.items()}) for c in collected]
-    results = {
-        "without (the service's 23 features)": run_variant(sets, [s.collected for s in sets], ()),
-        f"+ {', '.join(names)}": run_variant(sets, collected, names),
-    }
-    aucs: dict[str, dict[str, float]] = {"dev": {}, "test": {}}
-    for name in NAMES:
-        for split, by_name in signal_auc(sets, name, {k: v[name] for k, v in values.items()}).items():
-            aucs[split].update(by_name)
-    runs = [r for s in sets for r in phase3_runs(s)]
-    text = report(results, aucs, {"best": len(runs), "first": 0, "none": sum(not r.ranked for r in runs)})
-    print(text)
-    if args.out is not None:
-        command = ("python -m lab.experiments.drop_one_word " + " ".join(f"--feature {n}" for n in names) + " "
-                   + " ".join(f"--set {s}" for s in args.set))
-        args.out.write_text(f"{command}\n\n{text}\n", encoding="utf-8")
-        say(f"wrote {args.out}")
+    by_feature = {name: {case: v[name] for case, v in values.items()} for name in NAMES}
+    compare_features(sets, by_feature, names, command_line("lab.experiments.drop_one_word", names, args.set), args.out)
     return 0
 
 

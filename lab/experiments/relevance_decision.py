@@ -40,10 +40,10 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -53,6 +53,10 @@ from service.evaluation.decision_metrics import CaseRun, top_is_right
 from service.evaluation.decisions import Collected, calibrated_p, fit, merge
 from service.evaluation.labelled import LabelledQuery
 from service.settings import Settings
+
+if TYPE_CHECKING:
+    from lab.evaluation.kinds import KindSession
+    from service.flags import Flags
 
 PHASE = 3
 MAX_WRONG = 0.05
@@ -92,31 +96,40 @@ def phase3_runs(loaded: Loaded) -> list[CaseRun]:
 
 
 # -- which chunk each page is read through --------------------------------------------
-async def best_chunks(admin_dsn: str, settings: Settings, sets: Sequence[Loaded]) -> dict[str, dict[str, int]]:
-    """Per case id, for the first two pages of its phase-3 run: the page's best chunk in phase 3's
-    fused evidence for the query, ranked by this checkout (pages absent from it are left out)."""
+async def corpus_sessions(
+    admin_dsn: str, settings: Settings, sets: Sequence[Loaded],
+) -> AsyncIterator[tuple[Loaded, KindSession, Flags]]:
+    """Each set's corpus indexed and served in-process by this checkout (`lab.evaluation.kinds`,
+    one embedder for all), in turn; its pool is closed when the caller moves on."""
     from lab.evaluation.kinds import corpus_dir, open_session
     from service.evaluation.harness import load_cached_embedder
     from service.flags import load_flags
 
     flags = load_flags(settings.flags_file)
     embedder = load_cached_embedder(settings, flags.embedding.backend)
-    out: dict[str, dict[str, int]] = {}
     for loaded in sets:
         session, pool = await open_session(admin_dsn, settings, flags, corpus_dir(loaded.corpus, settings, None),
                                            loaded.corpus, embedder)
         try:
-            queries = {c.id: c.query for c in loaded.cases}
-            for run in phase3_runs(loaded):
-                wanted = set(run.ranked[:2])
-                found: dict[str, int] = {}
-                evidence = await session.evidence(queries[run.case_id], flags, PHASE) if wanted else ()
-                for e in evidence:  # best first: a page's first chunk here is its best
-                    if e.doc_slug in wanted and e.doc_slug not in found and e.chunk_index is not None:
-                        found[e.doc_slug] = int(e.chunk_index)
-                out[run.case_id] = found
+            yield loaded, session, flags
         finally:
             await pool.close()
+
+
+async def best_chunks(admin_dsn: str, settings: Settings, sets: Sequence[Loaded]) -> dict[str, dict[str, int]]:
+    """Per case id, for the first two pages of its phase-3 run: the page's best chunk in phase 3's
+    fused evidence for the query, ranked by this checkout (pages absent from it are left out)."""
+    out: dict[str, dict[str, int]] = {}
+    async for loaded, session, flags in corpus_sessions(admin_dsn, settings, sets):
+        queries = {c.id: c.query for c in loaded.cases}
+        for run in phase3_runs(loaded):
+            wanted = set(run.ranked[:2])
+            found: dict[str, int] = {}
+            evidence = await session.evidence(queries[run.case_id], flags, PHASE) if wanted else ()
+            for e in evidence:  # best first: a page's first chunk here is its best
+                if e.doc_slug in wanted and e.doc_slug not in found and e.chunk_index is not None:
+                    found[e.doc_slug] = int(e.chunk_index)
+            out[run.case_id] = found
         say(f"{loaded.corpus}: best chunks of {len(phase3_runs(loaded))} runs")
     return out
 

@@ -100,13 +100,10 @@ def name_focus(loaded: Loaded) -> dict[str, float]:
     """Per case id: max over the query's names the first page shows of 1 / pages showing it."""
     from service.domain.identifiers import compact_key, whole_key
     from service.normalize.query import normalize_query
+    from service.scoring.indexes import pages_by_name
 
     documents, names, lexicon = _names_of(loaded)
-    shown_on: dict[str, set[str]] = {}
-    for doc, shown in zip(documents, names, strict=True):
-        for item in shown:
-            for key in (whole_key(item.name), compact_key(item.name)):
-                shown_on.setdefault(key, set()).add(doc.slug)
+    shown_on = pages_by_name(documents, names)  # as the service's `CorpusIndexes.pinned_pages` reads it
     queries = {c.id: c.query for c in loaded.cases}
     out: dict[str, float] = {}
     for run in phase3_runs(loaded):
@@ -114,7 +111,7 @@ def name_focus(loaded: Loaded) -> dict[str, float]:
         top = run.ranked[0] if run.ranked else None
         focus = 0.0
         for name in query.identifiers:
-            pages = shown_on.get(whole_key(name)) or shown_on.get(compact_key(name)) or set()
+            pages = shown_on.get(whole_key(name)) or shown_on.get(compact_key(name)) or frozenset()
             if top in pages:
                 focus = max(focus, 1.0 / len(pages))
         out[run.case_id] = focus
@@ -152,6 +149,38 @@ def signal_auc(sets: Sequence[Loaded], name: str, values: Mapping[str, float]) -
     return out
 
 
+def compare_features(
+    sets: Sequence[Loaded], values: Mapping[str, Mapping[str, float]], names: Sequence[str],
+    command: str, out: Path | None,
+) -> str:
+    """The leave-one-out table without and with `names` added to the runs (`values`: per feature,
+    per case id; every feature of it gets its AUC alone), printed and written to `out` under
+    `command`, the line that made it."""
+    collected = [s.collected for s in sets]
+    for name in names:
+        collected = [with_feature(c, name, values[name]) for c in collected]
+    results = {
+        "without (the service's 23 features)": run_variant(sets, [s.collected for s in sets], ()),
+        f"+ {', '.join(names)}": run_variant(sets, collected, names),
+    }
+    runs = [r for s in sets for r in phase3_runs(s)]
+    aucs: dict[str, dict[str, float]] = {"dev": {}, "test": {}}
+    for name, by_case in values.items():
+        for split, by_name in signal_auc(sets, name, by_case).items():
+            aucs[split].update(by_name)
+    text = report(results, aucs, {"best": len(runs), "first": 0, "none": sum(not r.ranked for r in runs)})
+    print(text)
+    if out is not None:
+        out.write_text(f"{command}\n\n{text}\n", encoding="utf-8")
+        say(f"wrote {out}")
+    return text
+
+
+def command_line(module: str, names: Sequence[str], specs: Sequence[str]) -> str:
+    return (f"python -m {module} " + " ".join(f"--feature {n}" for n in names) + " "
+            + " ".join(f"--set {s}" for s in specs))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--feature", choices=sorted(FEATURES), action="append", required=True,
@@ -165,25 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for loaded in sets:
         for name in names:
             values[name].update(FEATURES[name](loaded))
-    collected = [s.collected for s in sets]
-    for name in names:
-        collected = [with_feature(c, name, values[name]) for c in collected]
-    results = {
-        "without (the service's 23 features)": run_variant(sets, [s.collected for s in sets], ()),
-        f"+ {', '.join(names)}": run_variant(sets, collected, names),
-    }
-    runs = [r for s in sets for r in phase3_runs(s)]
-    aucs: dict[str, dict[str, float]] = {"dev": {}, "test": {}}
-    for name in names:
-        for split, by_name in signal_auc(sets, name, values[name]).items():
-            aucs[split].update(by_name)
-    text = report(results, aucs, {"best": len(runs), "first": 0, "none": sum(not r.ranked for r in runs)})
-    print(text)
-    if args.out is not None:
-        command = ("python -m lab.experiments.top_page_features " + " ".join(f"--feature {n}" for n in names) + " "
-                   + " ".join(f"--set {s}" for s in args.set))
-        args.out.write_text(f"{command}\n\n{text}\n", encoding="utf-8")
-        say(f"wrote {args.out}")
+    compare_features(sets, values, names, command_line("lab.experiments.top_page_features", names, args.set), args.out)
     return 0
 
 
