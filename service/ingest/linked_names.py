@@ -34,16 +34,19 @@ MARKDOWN_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)(?
 """An inline Markdown link in a line of a page's Markdown (not an image): its text and target."""
 
 
+def markdown_links(markdown: str) -> list[tuple[str, str]]:
+    """(text, target) of each inline link outside fenced code whose target has no scheme."""
+    return [
+        (match.group("text"), match.group("target"))
+        for line, kind in fenced_lines(markdown) if kind == "text"
+        for match in MARKDOWN_LINK.finditer(line)
+        if not URL_SCHEME.match(match.group("target"))
+    ]
+
+
 def named_links(markdown: str) -> list[tuple[str, str]]:
     """(name, target) of each link outside fenced code whose text is one name."""
-    found: list[tuple[str, str]] = []
-    for line in (line for line, kind in fenced_lines(markdown) if kind == "text"):
-        for match in MARKDOWN_LINK.finditer(line):
-            target = match.group("target")
-            name = linked_name(match.group("text"))
-            if name is not None and not URL_SCHEME.match(target):
-                found.append((name, target))
-    return found
+    return [(name, target) for text, target in markdown_links(markdown) if (name := linked_name(text)) is not None]
 
 
 def with_linked_names(corpus: Sequence[CorpusPage], chunks: Sequence[Chunk], known: CorpusLinks) -> list[Chunk]:
