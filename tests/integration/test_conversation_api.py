@@ -91,6 +91,17 @@ async def test_a_reply_to_a_clarification_answers_with_the_chosen_page(
     assert answered["conversation"]["chosen"] == slug
 
 
+async def test_the_readmes_clarification_example_holds_under_the_default(service_client: Any) -> None:
+    # README "A first query" and docs/mcp.md show this exchange to a new user, under the default.
+    asked = await _ask(service_client, "links")
+    assert asked["status"] == "clarify"
+    assert asked["message"] == "Do you mean Links Overview (widgets) or Quick Links (widgets)?"
+    assert [o["title"] for o in asked["options"]] == ["Links Overview", "Quick Links"]
+    answered = await _ask(service_client, "the quick links one", reply_to=asked["clarification"])
+    assert answered["status"] == "answer"
+    assert answered["results"][0]["doc_slug"] == "widgets/quick-links"
+
+
 async def test_the_chosen_page_answers_the_original_question_with_its_best_section(service_client: Any) -> None:
     # About replying to a question: under the seed rules, which ask it. Since issue 40's word stems
     # the default gives no match with the closest pages for this query (golden dialogue
