@@ -13,6 +13,10 @@ scores (same tables):
   ranking's scores do not say (a one-word query's BM25F gap is small either way).
 - `top_page_words`: log(1 + the first page's words). Short pages (a glossary entry, an index)
   come first for questions put in other words more often than long ones.
+- `common_share`, `informative_tokens`: the share of the query's content tokens that more than
+  half the corpus's pages hold (a product's name, "use", "file"), and the count of the others.
+  p counts every content token alike (`tokens`, `matched_share`), though a word every page holds
+  matches any first page.
 
 Usage:
     .venv/bin/python -m lab.experiments.top_page_features --feature top_page_words \
@@ -119,7 +123,53 @@ def name_focus(loaded: Loaded) -> dict[str, float]:
     return out
 
 
+COMMON_SHARE = 0.5
+"""A word more than this share of the corpus's pages hold says little about which page is meant."""
+
+
+def _common_words(loaded: Loaded) -> tuple[Lexicon, frozenset[str]]:
+    """The lexicon, and the match keys of the words more than `COMMON_SHARE` of the pages hold."""
+    from collections import Counter
+
+    from service.normalize.text import match_key
+
+    documents, _, lexicon = _names_of(loaded)
+    pages: Counter[str] = Counter()
+    for doc in documents:
+        pages.update({match_key(t) for t in lexicon.normalise(f"{doc.title} {doc.content}")})
+    limit = COMMON_SHARE * len(documents)
+    return lexicon, frozenset(key for key, count in pages.items() if count > limit)
+
+
+def _query_words(loaded: Loaded) -> dict[str, tuple[int, int]]:
+    """Per case id: (the query's content tokens, how many of them are common words)."""
+    from service.normalize.query import normalize_query
+    from service.normalize.text import match_key
+
+    lexicon, common = _common_words(loaded)
+    out: dict[str, tuple[int, int]] = {}
+    for case in loaded.cases:
+        query, _ = normalize_query(case.query, lexicon)
+        out[case.id] = (len(query.tokens), sum(match_key(t) in common for t in query.tokens))
+    return out
+
+
+def common_share(loaded: Loaded) -> dict[str, float]:
+    """Per case id: the share of the query's content tokens that more than half the pages hold
+    (a product's name, "use", "file"): they match everywhere, so matching them says little."""
+    counts = _query_words(loaded)
+    say(f"{loaded.corpus}: {sum(c > 0 for _, c in counts.values())} of {len(counts)} queries hold a common word")
+    return {case: common / max(tokens, 1) for case, (tokens, common) in counts.items()}
+
+
+def informative_tokens(loaded: Loaded) -> dict[str, float]:
+    """Per case id: the query's content tokens that at most half the pages hold."""
+    return {case: float(tokens - common) for case, (tokens, common) in _query_words(loaded).items()}
+
+
 FEATURES: dict[str, Callable[[Loaded], dict[str, float]]] = {
+    "common_share": common_share,
+    "informative_tokens": informative_tokens,
     "name_focus": name_focus,
     "top_defines_name": top_defines_name,
     "top_page_words": top_page_words,
