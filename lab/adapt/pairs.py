@@ -13,12 +13,15 @@ The labelled query sets (bench/queries) are never used: they measure the result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from operator import attrgetter
+from typing import NamedTuple, TypeVar
 
 from service.domain.types import Chunk, Document
 from service.ingest.chunker import HEADER_SEPARATOR
 from service.ingest.representations import passage_context
+
+T = TypeVar("T")
 
 # Long enough for the gist of a section; training cuts at the model's
 # max_seq_length anyway, this only keeps the tokenizer's work small.
@@ -71,27 +74,30 @@ def mine_pairs(documents: Sequence[Document], chunks: Sequence[Chunk]) -> list[P
     return pairs
 
 
-def batches(pairs: Sequence[Pair], size: int, seed: int = 0) -> list[list[Pair]]:
-    """Shuffled batches of `size` in which every page appears at most once."""
+def batches(
+    items: Sequence[T], size: int, seed: int = 0, page_of: Callable[[T], str] = attrgetter("page"),
+) -> list[list[T]]:
+    """Shuffled batches of `size` in which every page (`page_of` an item) appears at most once."""
     import random
 
-    order = list(pairs)
+    order = list(items)
     random.Random(seed).shuffle(order)
-    out: list[list[Pair]] = []
-    open_batches: list[tuple[list[Pair], set[str]]] = []
-    for pair in order:
+    out: list[list[T]] = []
+    open_batches: list[tuple[list[T], set[str]]] = []
+    for item in order:
+        page = page_of(item)
         for batch, pages in open_batches:
-            if pair.page not in pages:
-                batch.append(pair)
-                pages.add(pair.page)
+            if page not in pages:
+                batch.append(item)
+                pages.add(page)
                 if len(batch) == size:
                     out.append(batch)
                     open_batches.remove((batch, pages))
                 break
         else:
-            open_batches.append(([pair], {pair.page}))
+            open_batches.append(([item], {page}))
             if size == 1:
                 out.append(open_batches.pop()[0])
-    # Leftovers: batches of at least two pairs still have a negative each.
+    # Leftovers: batches of at least two items still have a negative each.
     out.extend(batch for batch, _ in open_batches if len(batch) >= 2)
     return out

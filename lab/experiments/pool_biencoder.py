@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lab.adapt.pairs import batches
 from lab.adapt.train import warmup_then_decay
 from lab.relevance.pairs import KINDS, Group, is_held_out
 
@@ -61,24 +62,10 @@ def training_groups(groups: Sequence[Group], per_kind: int, seed: int, kinds: Se
     return chosen
 
 
-def batches(groups: Sequence[Group], size: int) -> list[list[Group]]:
-    """Batches of `size` in which no page appears twice (its other section would be a false
-    in-batch negative); groups left over at the end are dropped."""
-    out: list[list[Group]] = []
-    open_batches: list[tuple[list[Group], set[str]]] = []
-    for group in groups:
-        page = f"{group.corpus}/{group.page}"
-        for batch, pages in open_batches:
-            if page not in pages:
-                batch.append(group)
-                pages.add(page)
-                if len(batch) == size:
-                    out.append(batch)
-                    open_batches.remove((batch, pages))
-                break
-        else:
-            open_batches.append(([group], {page}))
-    return out
+def page_of(group: Group) -> str:
+    """A batch never holds two groups of one page: its other section would be a false in-batch
+    negative (`lab.adapt.pairs.batches`)."""
+    return f"{group.corpus}/{group.page}"
 
 
 def train(groups: Sequence[Group], out: Path, epochs: int, batch_size: int, learning_rate: float,
@@ -97,7 +84,7 @@ def train(groups: Sequence[Group], out: Path, epochs: int, batch_size: int, lear
     saved_length = model.max_seq_length
     model.max_seq_length = max_seq_length
     loss_fn = MultipleNegativesRankingLoss(model)
-    plan = [b for epoch in range(epochs) for b in batches(_shuffled(groups, seed + epoch), batch_size)]
+    plan = [b for epoch in range(epochs) for b in batches(groups, batch_size, seed + epoch, page_of)]
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, warmup_then_decay(len(plan), 0.1))
     model.train()
@@ -128,12 +115,6 @@ def train(groups: Sequence[Group], out: Path, epochs: int, batch_size: int, lear
     }
     (out / "pool-biencoder.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return report
-
-
-def _shuffled(groups: Sequence[Group], seed: int) -> list[Group]:
-    order = list(groups)
-    random.Random(seed).shuffle(order)
-    return order
 
 
 def main(argv: Sequence[str] | None = None) -> int:

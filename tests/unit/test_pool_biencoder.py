@@ -6,7 +6,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from lab.experiments.pool_biencoder import batches, load_groups, training_groups
+from lab.adapt.pairs import batches
+from lab.experiments.pool_biencoder import load_groups, page_of, training_groups
 from lab.relevance.pairs import Group, is_held_out
 
 
@@ -17,12 +18,15 @@ def group(corpus: str, page: str, anchor: str, kind: str = "link", hard: int = 1
 
 def test_a_batch_never_holds_two_sections_of_one_page() -> None:
     # Another section of the same page would be scored as a wrong answer for the anchor.
+    # Page p0 of set a is not page p0 of set b.
     groups = [group("a", f"p{i % 3}", f"anchor {i}") for i in range(12)] + [group("b", "p0", "b anchor")]
-    made = batches(groups, 3)
-    assert made, "pages p0-p2 of set a and p0 of set b fill batches of three"
+    made = batches(groups, 4, page_of=page_of)
+    assert made, "pages p0-p2 of set a and p0 of set b fill a batch of four"
+    assert any(len(batch) == 4 for batch in made)
     for batch in made:
         pages = [(g.corpus, g.page) for g in batch]
-        assert len(pages) == len(set(pages)) == 3
+        assert len(pages) == len(set(pages))
+    assert sum(map(len, made)) == len(groups)
 
 
 def test_the_sample_keeps_the_held_out_slice_and_groups_without_a_hard_negative_out() -> None:
