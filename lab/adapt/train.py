@@ -14,12 +14,14 @@ import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lab.adapt.pairs import Pair, batches
 
 MANIFEST = "adaptation.json"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,18 @@ def train(
     progress: Callable[[str], None] = print, manifest: dict[str, Any] | None = None,
 ) -> TrainReport:
     """Fine-tune the model in `base_dir` on `pairs` and save it to `out_dir`."""
+    return fine_tune(base_dir, pairs, out_dir, options, columns=lambda p: (p.anchor, p.positive),
+                     page_of=attrgetter("page"), progress=progress, manifest=manifest)
+
+
+def fine_tune(
+    base_dir: Path, items: Sequence[T], out_dir: Path, options: TrainOptions, *,
+    columns: Callable[[T], tuple[str, ...]], page_of: Callable[[T], str],
+    progress: Callable[[str], None] = print, manifest: dict[str, Any] | None = None,
+) -> TrainReport:
+    """`train` over any items: `columns` gives an item's anchor, its positive and any hard
+    negatives (each scored against the batch's every positive and negative), `page_of` the page
+    no batch may hold twice."""
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
@@ -58,19 +72,16 @@ def train(
     saved_length = model.max_seq_length
     model.max_seq_length = min(options.max_seq_length, saved_length or options.max_seq_length)
     loss_fn = MultipleNegativesRankingLoss(model)
-    plan = [b for _ in range(options.epochs) for b in batches(pairs, options.batch_size, options.seed + _)]
+    plan = [b for epoch in range(options.epochs) for b in batches(items, options.batch_size, options.seed + epoch, page_of)]
     if not plan:
-        raise ValueError(f"not enough pairs to train on ({len(pairs)}): need two pairs of different pages")
+        raise ValueError(f"not enough pairs to train on ({len(items)}): need two pairs of different pages")
     optimiser = torch.optim.AdamW(model.parameters(), lr=options.learning_rate)
     rate = warmup_then_decay(len(plan), options.warmup_fraction)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, rate)
     model.train()
     losses: list[float] = []
     for step, batch in enumerate(plan, start=1):
-        features = [
-            model.preprocess([p.anchor for p in batch]),
-            model.preprocess([p.positive for p in batch]),
-        ]
+        features = [model.preprocess(list(texts)) for texts in zip(*map(columns, batch), strict=True)]
         value = loss_fn(features, torch.zeros(len(batch)))
         optimiser.zero_grad()
         value.backward()
@@ -84,7 +95,7 @@ def train(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     model.save(str(out_dir))
     report = TrainReport(
-        pairs=len(pairs), steps=len(plan), seconds=round(time.perf_counter() - started, 1),
+        pairs=len(items), steps=len(plan), seconds=round(time.perf_counter() - started, 1),
         max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         first_loss=round(losses[0], 4), last_loss=round(losses[-1], 4),
     )

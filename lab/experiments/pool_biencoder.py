@@ -24,15 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import sys
-import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
-from lab.adapt.pairs import batches
-from lab.adapt.train import warmup_then_decay
+from lab.adapt.train import TrainOptions, TrainReport, fine_tune
 from lab.relevance.pairs import KINDS, Group, is_held_out
 
 
@@ -68,53 +65,16 @@ def page_of(group: Group) -> str:
     return f"{group.corpus}/{group.page}"
 
 
-def train(groups: Sequence[Group], out: Path, epochs: int, batch_size: int, learning_rate: float,
-          max_seq_length: int, seed: int) -> dict[str, Any]:
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-
+def train(groups: Sequence[Group], out: Path, options: TrainOptions) -> TrainReport:
+    """The packaged model (its hash checked) fine-tuned on each group's anchor, positive and first
+    hard negative (`lab.adapt.train.fine_tune`), saved to `out` with `adaptation.json`."""
     from lab.relevance.train import base_model_dir, verify_base
 
-    started = time.perf_counter()
     base = base_model_dir()
     verify_base(base)
-    torch.manual_seed(seed)
-    model = SentenceTransformer(str(base), device="cpu", local_files_only=True)
-    saved_length = model.max_seq_length
-    model.max_seq_length = max_seq_length
-    loss_fn = MultipleNegativesRankingLoss(model)
-    plan = [b for epoch in range(epochs) for b in batches(groups, batch_size, seed + epoch, page_of)]
-    optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, warmup_then_decay(len(plan), 0.1))
-    model.train()
-    losses: list[float] = []
-    for step, batch in enumerate(plan, start=1):
-        features = [
-            model.preprocess([g.anchor for g in batch]),
-            model.preprocess([g.positive for g in batch]),
-            model.preprocess([g.negatives[0] for g in batch]),
-        ]
-        value = loss_fn(features, torch.zeros(len(batch)))
-        optimiser.zero_grad()
-        value.backward()
-        optimiser.step()
-        schedule.step()
-        losses.append(float(value.detach()))
-        if step == 1 or step % 20 == 0 or step == len(plan):
-            say(f"step {step}/{len(plan)}: loss {losses[-1]:.4f} ({time.perf_counter() - started:.0f}s)")
-    model.eval()
-    model.max_seq_length = saved_length
-    model.save(str(out))
-    report = {
-        "groups": len(groups), "steps": len(plan), "epochs": epochs, "batch_size": batch_size,
-        "learning_rate": learning_rate, "max_seq_length": max_seq_length, "seed": seed,
-        "seconds": round(time.perf_counter() - started, 1),
-        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4),
-    }
-    (out / "pool-biencoder.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return report
+    return fine_tune(base, groups, out, options, columns=lambda g: (g.anchor, g.positive, g.negatives[0]),
+                     page_of=page_of, progress=say,
+                     manifest={"experiment": "pool_biencoder", "kinds": sorted({g.kind for g in groups})})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -133,9 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              [k for k in args.kinds.split(",") if k])
     say(f"{len(chosen)} groups: " + ", ".join(
         f"{k} {sum(g.kind == k for g in chosen)}" for k in sorted({g.kind for g in chosen})))
-    report = train(chosen, args.out, args.epochs, args.batch_size, args.learning_rate, args.max_seq_length,
-                   args.seed)
-    print(json.dumps(report, indent=2))
+    options = TrainOptions(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
+                           max_seq_length=args.max_seq_length, seed=args.seed)
+    print(json.dumps(asdict(train(chosen, args.out, options)), indent=2))
     return 0
 
 
