@@ -153,11 +153,13 @@ def decision_signals(
     results: Sequence[Evidence],
     semantic: SemanticView | None = None,
     keyword_top: str | None = None,
+    pinned: Collection[str] = (),
 ) -> DecisionSignals:
-    """The features and the ranking's pages."""
+    """The features, the ranking's pages and the pages the query's names pin down (sorted)."""
     pages = distinct_documents(ranked_by_score(results), limit=10)
     return DecisionSignals(
         features=features_of(query, results, semantic, keyword_top), ranking=tuple(e.doc_slug for e in pages),
+        pinned=tuple(sorted(pinned)),
     )
 
 

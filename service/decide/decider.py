@@ -11,10 +11,11 @@ Tiers retrieve (service/tiers.py); the `Decider` decides, for every phase and bo
   decides the message as one query by p (letting the split decide did not pay on six corpora:
   docs/quality/cross-corpus.md) and, when it answers, offers the other need's page too, so
   the user gets both pages (issue 40: "two needs in one message, under the default");
-- **one special case under `calibrated`**: p against the fit's three points decides, but a first
-  page a name of the query pins down is answered from `calibration.NAME_PIN_MIN_P` up (issue 42;
-  it paid on twelve corpora, where every special rule once kept in front of p was left out for
-  not paying on six);
+- **two special cases under `calibrated`**: p against the fit's three points decides, but a first
+  page a name of the query pins down is answered from `calibration.NAME_PIN_MIN_P` up (issue 42),
+  and a query of one or two content words is answered from `calibration.SHORT_QUERY_ANSWER_P`
+  (`point_for`); both paid on twelve corpora, where every special rule once kept in front of p
+  was left out for not paying on six;
 - **before either policy**: small talk gets its reply, and a query about a name no page
   mentions is a no match (`names.unknown_names`, issue 42);
 - **phase 3's keyword leg**: under the seed rules, phase 3 decides with their verdict on it.
@@ -204,7 +205,7 @@ class Decider:
     ) -> Decided:
         """Phases 1 and 2: the fit's p when a fit applies, else the seed rules."""
         ranking = list(candidates.ranking)
-        signals = msgspec.structs.replace(decision_signals(query, ranking), pinned=tuple(sorted(candidates.pinned)))
+        signals = decision_signals(query, ranking, pinned=candidates.pinned)
         if model is not None:
             decision = _calibrated(model, flags.decision, candidates.phase, query, ranking, signals.features,
                                    candidates.pinned)
@@ -248,9 +249,8 @@ class Decider:
         view = SemanticView(signal=candidates.semantic, pages=dict(candidates.page_similarity)) \
             if candidates.semantic is not None else None
         signals = msgspec.structs.replace(
-            decision_signals(query, fused, view, top_page(keyword)),
+            decision_signals(query, fused, view, top_page(keyword), candidates.pinned),
             semantic_ranking=tuple(sorted(candidates.page_similarity, key=lambda s: -candidates.page_similarity[s])[:10]),
-            pinned=tuple(sorted(candidates.pinned)),
         )
         if model is not None:
             calibrated = content_first(
