@@ -18,6 +18,10 @@ scores (same tables):
   p counts every content token alike (`tokens`, `matched_share`), though a word every page holds
   matches any first page.
 
+`--informative-counts` instead replaces two of the service's own features at phase 3 for queries
+that hold such a word and another: `tokens` counts only the other words, and `matched_share` is
+the share of those the first page holds (its title and text, by match key).
+
 Usage:
     .venv/bin/python -m lab.experiments.top_page_features --feature top_page_words \
         --set bench/queries/seed.yaml=/tmp/loco/seed.json ... [--out FILE]
@@ -167,6 +171,57 @@ def informative_tokens(loaded: Loaded) -> dict[str, float]:
     return {case: float(tokens - common) for case, (tokens, common) in _query_words(loaded).items()}
 
 
+def informative_counts(loaded: Loaded) -> dict[str, dict[str, float]]:
+    """Per case id: the phase-3 run's features with `tokens` and `matched_share` over the query's
+    words that at most half the pages hold (unchanged when the query holds none or only those)."""
+    from collections import Counter
+
+    from service.normalize.query import normalize_query
+    from service.normalize.text import match_key
+
+    documents, _, lexicon = _names_of(loaded)
+    held = {doc.slug: {match_key(t) for t in lexicon.normalise(f"{doc.title} {doc.content}")} for doc in documents}
+    pages = Counter(key for keys in held.values() for key in keys)
+    limit = COMMON_SHARE * len(documents)
+    queries = {c.id: c.query for c in loaded.cases}
+    out: dict[str, dict[str, float]] = {}
+    for run in phase3_runs(loaded):
+        query, _ = normalize_query(queries[run.case_id], lexicon)
+        keys = [match_key(t) for t in query.tokens]
+        informative = [k for k in keys if pages.get(k, 0) <= limit]
+        features = dict(run.features)
+        if informative and len(informative) < len(keys):
+            top = held.get(run.ranked[0], set()) if run.ranked else set()
+            features["tokens"] = float(len(informative))
+            features["matched_share"] = sum(k in top for k in informative) / len(informative)
+        out[run.case_id] = features
+    say(f"{loaded.corpus}: {sum(out[r.case_id] != r.features for r in phase3_runs(loaded))} of {len(out)} runs' counts replaced")
+    return out
+
+
+def with_counts(collected: Collected, features: Mapping[str, dict[str, float]]) -> Collected:
+    """A copy of the runs with phase 3's seed-rules runs' features replaced by `features`."""
+    runs = [msgspec.structs.replace(run, features=features[run.case_id])
+            if run.phase == PHASE and run.policy == "seed_rules" else run for run in collected.runs]
+    return msgspec.structs.replace(collected, runs=runs)
+
+
+def compare_counts(sets: Sequence[Loaded], command: str, out: Path | None) -> str:
+    """The leave-one-out table with the service's features and with `informative_counts`."""
+    replaced = [with_counts(s.collected, informative_counts(s)) for s in sets]
+    results = {
+        "without (the service's 23 features)": run_variant(sets, [s.collected for s in sets], ()),
+        "tokens and matched_share over informative words": run_variant(sets, replaced, ()),
+    }
+    runs = [r for s in sets for r in phase3_runs(s)]
+    text = report(results, {"dev": {}, "test": {}}, {"best": len(runs), "first": 0, "none": sum(not r.ranked for r in runs)})
+    print(text)
+    if out is not None:
+        out.write_text(f"{command}\n\n{text}\n", encoding="utf-8")
+        say(f"wrote {out}")
+    return text
+
+
 FEATURES: dict[str, Callable[[Loaded], dict[str, float]]] = {
     "common_share": common_share,
     "informative_tokens": informative_tokens,
@@ -233,13 +288,22 @@ def command_line(module: str, names: Sequence[str], specs: Sequence[str]) -> str
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--feature", choices=sorted(FEATURES), action="append", required=True,
+    parser.add_argument("--feature", choices=sorted(FEATURES), action="append",
                         help="repeat to add several features together (one variant)")
+    parser.add_argument("--informative-counts", action="store_true",
+                        help="replace `tokens` and `matched_share` instead of adding a feature")
     parser.add_argument("--set", action="append", required=True, help="QUERIES.yaml=SIGNALS.json, one per corpus")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    names = tuple(dict.fromkeys(args.feature))
     sets = [load_set(spec) for spec in args.set]
+    if args.informative_counts:
+        command = ("python -m lab.experiments.top_page_features --informative-counts "
+                   + " ".join(f"--set {s}" for s in args.set))
+        compare_counts(sets, command, args.out)
+        return 0
+    if not args.feature:
+        parser.error("--feature or --informative-counts")
+    names = tuple(dict.fromkeys(args.feature))
     values: dict[str, dict[str, float]] = {name: {} for name in names}
     for loaded in sets:
         for name in names:
