@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from service.decide.seed_rules import MULTI_INTENT_DEPTH
+from service.decide.seed_rules import MULTI_INTENT_DEPTH, distinct_documents, ranked_by_score
 from service.domain.candidates import Candidates
 from service.domain.types import Evidence, NormalizedQuery
 from service.flags import Flags
@@ -65,6 +65,22 @@ def part_rankings(index: KeywordIndex, ctx: TierContext) -> tuple[list[Evidence]
         index.search(part, category=ctx.category, limit=2 * MULTI_INTENT_DEPTH, notes=ctx.notes, lexical=flags.lexical)
         for part in ctx.query.parts
     )
+
+
+WHOLE_PAGES = 10
+"""How many of phase 1's pages phase 3's decision reads (`page_ranking`), as many as a run records."""
+
+
+def page_ranking(indexes: CorpusIndexes, ctx: TierContext) -> tuple[str, ...]:
+    """The first `WHOLE_PAGES` pages phase 1 ranks for the query (`KeywordTier(1)`'s search and
+    priors), best first; its notes are phase 1's own and not the response's."""
+    flags = ctx.flags
+    hits = indexes.documents.search_unexplained(
+        ctx.query.tokens, category=ctx.category, limit=flags.retrieval.candidate_pool, notes=[],
+        lexical=flags.lexical, identifiers=ctx.query.identifiers, phrases=ctx.query.name_phrases,
+    )
+    ranked = ranked_by_score(lowered(hits.results, page_factor(indexes, flags, ctx.query)))
+    return tuple(e.doc_slug for e in distinct_documents(ranked, WHOLE_PAGES))
 
 
 def page_passage(
@@ -164,10 +180,15 @@ class HybridTier:
         flags = ctx.flags
         is_stub = retriever.indexes.is_stub
         parts: list[tuple[list[Evidence], ...]] = []
+        whole_pages: list[tuple[str, ...]] = []
+
+        def meanwhile(_keyword: list[Evidence]) -> None:
+            # The parts' and the whole pages' searches run while the query is being embedded.
+            parts.append(part_rankings(retriever.indexes.chunks, ctx))
+            whole_pages.append(page_ranking(retriever.indexes, ctx))
+
         candidates = await retriever.retrieve(
-            ctx.query, flags, category=ctx.category, notes=ctx.notes,
-            # The parts' searches run while the query is being embedded.
-            while_embedding=lambda _keyword: parts.append(part_rankings(retriever.indexes.chunks, ctx)),
+            ctx.query, flags, category=ctx.category, notes=ctx.notes, while_embedding=meanwhile,
         )
         # The keyword leg as phase 2 ranks it, with the page-type and operator priors (fusion
         # applies them to the fused scores only), so a decision read off this leg does not bring a
@@ -181,6 +202,7 @@ class HybridTier:
         return Candidates(
             phase=3, ranking=candidates.fused, parts=parts[0] if parts else (), keyword=keyword,
             semantic=candidates.signal, page_similarity=page_similarity,
+            whole_pages=whole_pages[0] if whole_pages else page_ranking(retriever.indexes, ctx),
             is_stub=is_stub, pinned=retriever.indexes.pinned_pages(ctx.query.identifiers),
             stats=candidates.stats(), explained=candidates.explained,
         )

@@ -12,7 +12,7 @@ service's fused ranking, an embedded PostgreSQL under DATA_DIR), and two feature
 - `drop_one_rank`: the mean of 1 / (the run's first page's rank in them), 0 where it is absent.
 
 Then, as `top_page_features` does, the portable fit is made without each corpus in turn and
-replayed on it, without and with the features (same tables; the service's 23 features unchanged).
+replayed on it, without and with the features (same tables; the service's own features unchanged).
 
 Usage:
     .venv/bin/python -m lab.experiments.drop_one_word --set bench/queries/seed.yaml=LOCO/seed.json ... \\

@@ -63,7 +63,7 @@ MAX_WRONG = 0.05
 """As the twelve-corpus table is made (`eval-decisions --cross-corpus --max-wrong 0.05`)."""
 EXTRA = ("relevance_top", "relevance_margin")
 VARIANTS: dict[str, tuple[str, ...]] = {
-    "without (the service's 23 features)": (),
+    "without (the service's own features)": (),
     "+ relevance_top": EXTRA[:1],
     "+ relevance_top, relevance_margin": EXTRA,
 }

@@ -18,6 +18,13 @@ scores (same tables):
   p counts every content token alike (`tokens`, `matched_share`), though a word every page holds
   matches any first page.
 
+- `phase1_rank`, `phase1_agrees`, `phase2_rank`, `semantic_rank`: where phase 3's first page
+  stands in another ranking of the same query the runs record (phase 1's whole pages, phase 2's
+  chunks, the semantic leg's pages), as 1 / rank (0 outside the ten recorded) or 1 when first.
+  Rankings that read the query another way agree more often on a right page; `phase1_rank` paid
+  and is the service's `whole_page_rank` since 2026-11-29 (on runs collected since, it is there
+  already).
+
 `--informative-counts` instead replaces two of the service's own features at phase 3 for queries
 that hold such a word and another: `tokens` counts only the other words, and `matched_share` is
 the share of those the first page holds (its title and text, by match key).
@@ -210,7 +217,7 @@ def compare_counts(sets: Sequence[Loaded], command: str, out: Path | None) -> st
     """The leave-one-out table with the service's features and with `informative_counts`."""
     replaced = [with_counts(s.collected, informative_counts(s)) for s in sets]
     results = {
-        "without (the service's 23 features)": run_variant(sets, [s.collected for s in sets], ()),
+        "without (the service's own features)": run_variant(sets, [s.collected for s in sets], ()),
         "tokens and matched_share over informative words": run_variant(sets, replaced, ()),
     }
     runs = [r for s in sets for r in phase3_runs(s)]
@@ -222,8 +229,49 @@ def compare_counts(sets: Sequence[Loaded], command: str, out: Path | None) -> st
     return text
 
 
+def _phase_one_rank(loaded: Loaded, phase: int = 1) -> dict[str, float]:
+    """Per case id: 1 / rank of the phase-3 run's first page in the same query's ranking at
+    `phase` (phase 1: the keyword index over whole pages), 0 when that ranking does not hold it."""
+    first = {r.case_id: r.ranked for r in loaded.collected.runs if r.phase == phase and r.policy == "seed_rules"}
+    out: dict[str, float] = {}
+    for run in phase3_runs(loaded):
+        ranked = first.get(run.case_id, ())
+        top = run.ranked[0] if run.ranked else None
+        out[run.case_id] = 1.0 / (ranked.index(top) + 1) if top in ranked else 0.0
+    return out
+
+
+def phase1_agrees(loaded: Loaded) -> dict[str, float]:
+    """Per case id: 1 when phase 1 (the seed formula over whole pages) ranks the same page first."""
+    return {case: float(rank == 1.0) for case, rank in _phase_one_rank(loaded).items()}
+
+
+def phase1_rank(loaded: Loaded) -> dict[str, float]:
+    """Per case id: the reciprocal rank of phase 3's first page in phase 1's ranking."""
+    return _phase_one_rank(loaded)
+
+
+def phase2_rank(loaded: Loaded) -> dict[str, float]:
+    """Per case id: the reciprocal rank of phase 3's first page in phase 2's ranking (chunks)."""
+    return _phase_one_rank(loaded, 2)
+
+
+def semantic_rank(loaded: Loaded) -> dict[str, float]:
+    """Per case id: the reciprocal rank of phase 3's first page in its semantic leg's pages."""
+    out: dict[str, float] = {}
+    for run in phase3_runs(loaded):
+        top = run.ranked[0] if run.ranked else None
+        ranked = list(run.semantic_ranked)
+        out[run.case_id] = 1.0 / (ranked.index(top) + 1) if top in ranked else 0.0
+    return out
+
+
 FEATURES: dict[str, Callable[[Loaded], dict[str, float]]] = {
     "common_share": common_share,
+    "phase2_rank": phase2_rank,
+    "semantic_rank": semantic_rank,
+    "phase1_agrees": phase1_agrees,
+    "phase1_rank": phase1_rank,
     "informative_tokens": informative_tokens,
     "name_focus": name_focus,
     "top_defines_name": top_defines_name,
@@ -265,7 +313,7 @@ def compare_features(
     for name in names:
         collected = [with_feature(c, name, values[name]) for c in collected]
     results = {
-        "without (the service's 23 features)": run_variant(sets, [s.collected for s in sets], ()),
+        "without (the service's own features)": run_variant(sets, [s.collected for s in sets], ()),
         f"+ {', '.join(names)}": run_variant(sets, collected, names),
     }
     runs = [r for s in sets for r in phase3_runs(s)]

@@ -84,6 +84,7 @@ FEATURES: tuple[str, ...] = (
     "top_page_similarity",  # best cosine of the top page's own chunks
     "page_similarity_gap",  # ... minus the second page's
     "keyword_agrees",     # the keyword leg's best page is the top page (phase 3)
+    "whole_page_rank",    # 1 / the top page's rank among phase 1's whole pages, 0 outside ten (phase 3)
 )
 
 CORPUS_SCALED = frozenset({"top_score", "score_gap", "distinct_pages"})
@@ -108,8 +109,10 @@ def features_of(
     results: Sequence[Evidence],
     semantic: SemanticView | None = None,
     keyword_top: str | None = None,
+    whole_pages: Sequence[str] = (),
 ) -> dict[str, float]:
-    """Every feature in `FEATURES` from one ranking (sorted here by score)."""
+    """Every feature in `FEATURES` from one ranking (sorted here by score); `whole_pages`: phase 3's
+    `Candidates.whole_pages` (phase 1's ranking of the same query)."""
     pages = pages_by_score(results)
     top = pages[0] if pages else None
     second = pages[1] if len(pages) > 1 else None
@@ -144,6 +147,7 @@ def features_of(
         "top_page_similarity": sim_top,
         "page_similarity_gap": sim_top - sim_second,
         "keyword_agrees": float(bool(keyword_top and top and keyword_top == top.doc_slug)),
+        "whole_page_rank": 1.0 / (whole_pages.index(top.doc_slug) + 1) if top and top.doc_slug in whole_pages else 0.0,
     }
     return {name: float(values[name]) for name in FEATURES}
 
@@ -154,11 +158,13 @@ def decision_signals(
     semantic: SemanticView | None = None,
     keyword_top: str | None = None,
     pinned: Collection[str] = (),
+    whole_pages: Sequence[str] = (),
 ) -> DecisionSignals:
     """The features, the ranking's pages and the pages the query's names pin down (sorted)."""
     pages = distinct_documents(ranked_by_score(results), limit=10)
     return DecisionSignals(
-        features=features_of(query, results, semantic, keyword_top), ranking=tuple(e.doc_slug for e in pages),
+        features=features_of(query, results, semantic, keyword_top, whole_pages),
+        ranking=tuple(e.doc_slug for e in pages),
         pinned=tuple(sorted(pinned)),
     )
 

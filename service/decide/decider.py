@@ -249,7 +249,7 @@ class Decider:
         view = SemanticView(signal=candidates.semantic, pages=dict(candidates.page_similarity)) \
             if candidates.semantic is not None else None
         signals = msgspec.structs.replace(
-            decision_signals(query, fused, view, top_page(keyword), candidates.pinned),
+            decision_signals(query, fused, view, top_page(keyword), candidates.pinned, candidates.whole_pages),
             semantic_ranking=tuple(sorted(candidates.page_similarity, key=lambda s: -candidates.page_similarity[s])[:10]),
         )
         if model is not None:

@@ -24,18 +24,18 @@ def test_conversation_view(service: Service) -> None:
             section = page.locator("#conversation-section")
             turns = section.locator("#conv-transcript li.turn.assistant")
 
-            # A question that asks back, answered by clicking an option. ("how do I remove a widget"
-            # is a no match with closest pages under the default since issue 40's word stems: the
-            # golden dialogue remove-widget-pick-widget-manager records it.)
-            section.get_by_label("Message", exact=True).fill("remove a widget")
+            # A question that asks back, answered by clicking an option: the README's example
+            # ("links": Links Overview or Quick Links; "remove a widget" is answered at once under
+            # the default since 2026-11-29, golden dialogue remove-widget-pick-widget-manager).
+            section.get_by_label("Message", exact=True).fill("links")
             section.get_by_role("button", name="Send").click()
             expect(turns).to_have_count(1)
             expect(turns.nth(0)).to_have_attribute("data-status", "clarify")
-            option = turns.nth(0).get_by_role("button", name="Widget Manager (widgets)")
+            option = turns.nth(0).get_by_role("button", name="Quick Links (widgets)")
             option.click()
             expect(turns).to_have_count(2)
             expect(turns.nth(1)).to_have_attribute("data-status", "answer")
-            expect(turns.nth(1).locator(".conv-answer")).to_contain_text("Removing a widget")
+            expect(turns.nth(1).locator(".conv-answer")).to_contain_text("Adding a link")
             expect(turns.nth(1).locator(".conv-notes")).to_contain_text("Reply to the clarification")
 
             # A follow-up without a topic: the carried topic is shown, with its turn.

@@ -95,8 +95,8 @@ async def test_the_readmes_clarification_example_holds_under_the_default(service
     # README "A first query" and docs/mcp.md show this exchange to a new user, under the default.
     asked = await _ask(service_client, "links")
     assert asked["status"] == "clarify"
-    assert asked["message"] == "Do you mean Links Overview (widgets) or Quick Links (widgets)?"
-    assert [o["title"] for o in asked["options"]] == ["Links Overview", "Quick Links"]
+    assert asked["message"] == "Do you mean Links Overview (widgets), Quick Links (widgets) or Notes (concepts)?"
+    assert [o["title"] for o in asked["options"]] == ["Links Overview", "Quick Links", "Notes"]
     answered = await _ask(service_client, "the quick links one", reply_to=asked["clarification"])
     assert answered["status"] == "answer"
     assert answered["results"][0]["doc_slug"] == "widgets/quick-links"
@@ -298,9 +298,10 @@ async def _table(service_client: Any, sql: str) -> list[Any]:
 
 
 async def test_a_clarification_from_one_replica_is_answered_by_another(service_client: Any, replica: Any) -> None:
-    asked = await _ask(service_client, "home", phase=2)
-    answered = await _ask(replica, "Dashboard", phase=2, reply_to=asked["clarification"])
-    assert answered["results"][0]["doc_slug"] == "concepts/dashboard"
+    # A question the default asks at phase 2 (Workspace, Workspace Actions or Navigation Actions).
+    asked = await _ask(service_client, "workspace", phase=2)
+    answered = await _ask(replica, "Workspace Actions", phase=2, reply_to=asked["clarification"])
+    assert answered["results"][0]["doc_slug"] == "actions/workspaces"
     assert len(await _table(service_client, "select name from conversation_keys")) == 1
 
 
@@ -316,7 +317,7 @@ async def test_a_clarification_from_one_replica_is_answered_by_another(service_c
 async def test_a_forged_reply_to_is_a_400_on_the_other_replica(
     service_client: Any, replica: Any, tamper: Any, problem: str
 ) -> None:
-    asked = await _ask(service_client, "home", phase=2)
+    asked = await _ask(service_client, "workspace", phase=2)
     before = await _table(service_client, "select name, secret from conversation_keys")
     response = await replica.post("/retrieve", json={"query": "2", "reply_to": tamper(asked["clarification"])})
     assert response.status_code == 400, response.text
@@ -325,7 +326,7 @@ async def test_a_forged_reply_to_is_a_400_on_the_other_replica(
 
 
 async def test_an_expired_reply_to_is_a_400_on_the_other_replica(service_client: Any, replica: Any) -> None:
-    asked = await _ask(service_client, "home", phase=2)
+    asked = await _ask(service_client, "workspace", phase=2)
     ttl = get_state(replica.app.state).flags.conversation.reply_ttl_s
     replica.app.state[CLOCK_KEY] = lambda: time.time() + ttl + 5
     try:

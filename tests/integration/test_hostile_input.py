@@ -95,7 +95,9 @@ CASES: list[Hostile] = [
     # injection-shaped text: plain text to us
     # It names a table the help never mentions (docs_knowledge): a no match saying so.
     Hostile("SQL drop table", _q("'; DROP TABLE docs_knowledge; --"), "200", decision="no_match"),
-    Hostile("SQL meta-characters", _q("home' OR '1'='1\" ; -- /* */ %_ \\"), "200", decision="clarify", top="concepts/home"),
+    # Quotes and comment marks around "home" change nothing a user would see: Home, as for "home"
+    # (answered under the default since 2026-11-29; it was asked about between Home and others).
+    Hostile("SQL meta-characters", _q("home' OR '1'='1\" ; -- /* */ %_ \\"), "200", decision="answer", top="concepts/home"),
     Hostile("regex meta-characters", _q(r"(a+)+$ .* [^] \d{99999} (?=x) | \\"), "200", decision="no_match"),
     Hostile("format-string", _q("{0} %s %n ${jndi:ldap://x} {{7*7}}"), "200", decision="no_match"),
     # alert(1) is a call, so a name in code, and the help never mentions it.

@@ -75,6 +75,17 @@ def test_features_come_from_the_ranking_by_score_and_cover_every_name() -> None:
     assert f["top_similarity"] == 0.0  # no semantic leg before phase 3
 
 
+def test_where_the_first_page_stands_among_whole_pages_is_a_signal() -> None:
+    ranking = [ev("widgets/recent", 0.69), ev("actions/note-actions", 0.99)]
+    assert features_of(Q, ranking)["whole_page_rank"] == 0.0  # phases 1 and 2: no second ranking
+    second = features_of(Q, ranking, whole_pages=("widgets/recent", "actions/note-actions"))
+    assert second["whole_page_rank"] == 0.5  # the fused first page is phase 1's second
+    first = features_of(Q, ranking, whole_pages=("actions/note-actions",))
+    assert first["whole_page_rank"] == 1.0
+    absent = features_of(Q, ranking, whole_pages=("widgets/recent",))
+    assert absent["whole_page_rank"] == 0.0  # phase 1 does not rank it among its first ten
+
+
 @pytest.mark.parametrize(
     ("p", "ratio", "expected"),
     [

@@ -134,3 +134,23 @@ async def test_a_corpus_within_the_exact_search_limit_is_searched_exactly(limit:
     query, notes = pipeline.normalise("how do I add a quick link?", flags)
     await pipeline.hybrid_tier.run(TierContext(query=query, notes=notes, category=None, flags=flags, top_k=5))
     assert leg.exact == [exact]
+
+
+@pytest.mark.parametrize("category", [None, "widgets"])
+async def test_phase_three_reads_phase_one_s_pages_as_phase_one_ranks_them(category: str | None) -> None:
+    # The decision's `whole_page_rank` compares the fused first page with phase 1's ranking of the
+    # same query: the pages phase 3 carries must be the ones phase 1 shows, in its order.
+    from service.decide.seed_rules import distinct_documents, ranked_by_score
+    from service.tiers import KeywordTier
+
+    pipeline = _pipeline(FLAGS)
+    phase_one = KeywordTier(1, pipeline.require_indexes)
+    for text in QUERIES:
+        query, notes = pipeline.normalise(text, FLAGS)
+        ctx = TierContext(query=query, notes=list(notes), category=category, flags=FLAGS, top_k=10)
+        phase3 = await pipeline.hybrid_tier.run(ctx)
+        phase1 = await phase_one.run(
+            TierContext(query=query, notes=list(notes), category=category, flags=FLAGS, top_k=10))
+        pages = [e.doc_slug for e in distinct_documents(ranked_by_score(list(phase1.ranking)), 10)]
+        assert list(phase3.whole_pages) == pages, text
+        assert len(phase3.whole_pages) == len(set(phase3.whole_pages)) <= 10
