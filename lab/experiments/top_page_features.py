@@ -24,6 +24,8 @@ scores (same tables):
   Rankings that read the query another way agree more often on a right page; `phase1_rank` paid
   and is the service's `whole_page_rank` since 2026-11-29 (on runs collected since, it is there
   already).
+- `phase1_score_ratio`, `phase1_matched_share`: those features of the same query's phase-1 run
+  (how level phase 1's first two pages are; how much of the query its first page matched).
 
 `--informative-counts` instead replaces two of the service's own features at phase 3 for queries
 that hold such a word and another: `tokens` counts only the other words, and `matched_share` is
@@ -266,8 +268,27 @@ def semantic_rank(loaded: Loaded) -> dict[str, float]:
     return out
 
 
+def _phase_one_feature(loaded: Loaded, name: str) -> dict[str, float]:
+    """Per case id: feature `name` of the same query's phase-1 run (0 without one)."""
+    first = {r.case_id: r.features.get(name, 0.0) for r in loaded.collected.runs
+             if r.phase == 1 and r.policy == "seed_rules"}
+    return {run.case_id: first.get(run.case_id, 0.0) for run in phase3_runs(loaded)}
+
+
+def phase1_score_ratio(loaded: Loaded) -> dict[str, float]:
+    """Per case id: phase 1's second page's score over its first (how level the whole pages are)."""
+    return _phase_one_feature(loaded, "score_ratio")
+
+
+def phase1_matched_share(loaded: Loaded) -> dict[str, float]:
+    """Per case id: the share of the query's words phase 1's first page matched."""
+    return _phase_one_feature(loaded, "matched_share")
+
+
 FEATURES: dict[str, Callable[[Loaded], dict[str, float]]] = {
     "common_share": common_share,
+    "phase1_matched_share": phase1_matched_share,
+    "phase1_score_ratio": phase1_score_ratio,
     "phase2_rank": phase2_rank,
     "semantic_rank": semantic_rank,
     "phase1_agrees": phase1_agrees,
