@@ -71,16 +71,23 @@ WHOLE_PAGES = 10
 """How many of phase 1's pages phase 3's decision reads (`page_ranking`), as many as a run records."""
 
 
-def page_ranking(indexes: CorpusIndexes, ctx: TierContext) -> tuple[str, ...]:
-    """The first `WHOLE_PAGES` pages phase 1 ranks for the query (`KeywordTier(1)`'s search and
-    priors), best first; its notes are phase 1's own and not the response's."""
+def keyword_search(
+    indexes: CorpusIndexes, index: KeywordIndex, ctx: TierContext, notes: list[str],
+) -> tuple[KeywordHits, list[Evidence]]:
+    """Phases 1 and 2's search of `index`: the hits, and their evidence with the page priors."""
     flags = ctx.flags
-    hits = indexes.documents.search_unexplained(
-        ctx.query.tokens, category=ctx.category, limit=flags.retrieval.candidate_pool, notes=[],
+    hits = index.search_unexplained(
+        ctx.query.tokens, category=ctx.category, limit=flags.retrieval.candidate_pool, notes=notes,
         lexical=flags.lexical, identifiers=ctx.query.identifiers, phrases=ctx.query.name_phrases,
     )
-    ranked = ranked_by_score(lowered(hits.results, page_factor(indexes, flags, ctx.query)))
-    return tuple(e.doc_slug for e in distinct_documents(ranked, WHOLE_PAGES))
+    return hits, lowered(hits.results, page_factor(indexes, flags, ctx.query))
+
+
+def page_ranking(indexes: CorpusIndexes, ctx: TierContext) -> tuple[str, ...]:
+    """The first `WHOLE_PAGES` pages phase 1 ranks for the query, best first (its notes are
+    phase 1's own, not the response's)."""
+    _, results = keyword_search(indexes, indexes.documents, ctx, notes=[])
+    return tuple(e.doc_slug for e in distinct_documents(ranked_by_score(results), WHOLE_PAGES))
 
 
 def page_passage(
@@ -140,11 +147,8 @@ class KeywordTier:
         if not index.units:
             raise CorpusNotLoaded(f"no {'pages' if self.phase == 1 else 'chunks'} in memory")
         flags = ctx.flags
-        hits = index.search_unexplained(
-            ctx.query.tokens, category=ctx.category, limit=flags.retrieval.candidate_pool, notes=ctx.notes,
-            lexical=flags.lexical, identifiers=ctx.query.identifiers, phrases=ctx.query.name_phrases,
-        )
-        results, trimmed = lowered(hits.results, page_factor(indexes, flags, ctx.query)), 0
+        hits, results = keyword_search(indexes, index, ctx, ctx.notes)
+        trimmed = 0
         if self.phase == 2 and not ctx.query.is_multi_intent:
             results, trimmed = dedupe_per_document(results, flags.retrieval.max_chunks_per_doc)
         stats: dict[str, float | int] = {
