@@ -68,7 +68,8 @@ def part_rankings(index: KeywordIndex, ctx: TierContext) -> tuple[list[Evidence]
 
 
 WHOLE_PAGES = 10
-"""How many of phase 1's pages phase 3's decision reads (`page_ranking`), as many as a run records."""
+"""How many of phase 1's pages the decision reads at phases 2 and 3 (`page_ranking`), as many as a
+run records."""
 
 
 def keyword_search(
@@ -159,6 +160,7 @@ class KeywordTier:
         }
         return Candidates(
             phase=self.phase, ranking=results, parts=part_rankings(index, ctx),
+            whole_pages=page_ranking(indexes, ctx) if self.phase == 2 else (),
             is_stub=indexes.is_stub, pinned=indexes.pinned_pages(ctx.query.identifiers), stats=stats,
             explained=with_sections(hits.explained, indexes, ctx) if self.phase == 1 else hits.explained,
         )

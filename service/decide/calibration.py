@@ -84,7 +84,7 @@ FEATURES: tuple[str, ...] = (
     "top_page_similarity",  # best cosine of the top page's own chunks
     "page_similarity_gap",  # ... minus the second page's
     "keyword_agrees",     # the keyword leg's best page is the top page (phase 3)
-    "whole_page_rank",    # 1 / the top page's rank among phase 1's whole pages, 0 outside ten (phase 3)
+    "whole_page_rank",    # 1 / the top page's rank among phase 1's whole pages, 0 outside ten (phases 2-3)
 )
 
 CORPUS_SCALED = frozenset({"top_score", "score_gap", "distinct_pages"})
@@ -111,8 +111,8 @@ def features_of(
     keyword_top: str | None = None,
     whole_pages: Sequence[str] = (),
 ) -> dict[str, float]:
-    """Every feature in `FEATURES` from one ranking (sorted here by score); `whole_pages`: phase 3's
-    `Candidates.whole_pages` (phase 1's ranking of the same query)."""
+    """Every feature in `FEATURES` from one ranking (sorted here by score); `whole_pages`: phases 2
+    and 3's `Candidates.whole_pages` (phase 1's ranking of the same query)."""
     pages = pages_by_score(results)
     top = pages[0] if pages else None
     second = pages[1] if len(pages) > 1 else None

@@ -205,7 +205,7 @@ class Decider:
     ) -> Decided:
         """Phases 1 and 2: the fit's p when a fit applies, else the seed rules."""
         ranking = list(candidates.ranking)
-        signals = decision_signals(query, ranking, pinned=candidates.pinned)
+        signals = decision_signals(query, ranking, pinned=candidates.pinned, whole_pages=candidates.whole_pages)
         if model is not None:
             decision = _calibrated(model, flags.decision, candidates.phase, query, ranking, signals.features,
                                    candidates.pinned)

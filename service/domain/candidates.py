@@ -32,8 +32,9 @@ class Candidates:
     page_similarity: Mapping[str, float] = field(default_factory=dict)
     """Phase 3: each page's best cosine."""
     whole_pages: tuple[str, ...] = ()
-    """Phase 3: the first pages phase 1 ranks for the query (the keyword index over whole pages,
-    best first, at most ten): where the fused first page stands there is a decision signal."""
+    """Phases 2 and 3: the first pages phase 1 ranks for the query (the keyword index over whole
+    pages, best first, at most ten): where this ranking's first page stands there is a decision
+    signal (`calibration.FEATURES`' `whole_page_rank`)."""
     is_stub: Callable[[str], bool] | None = None
     """Pages marked stub at seed (nothing of their own to say): never named by their title alone."""
     pinned: frozenset[str] = frozenset()

@@ -67,8 +67,7 @@ async def test_top_k_and_category_filter(service_client: Any, phase: int) -> Non
     payload = await _retrieve(service_client, query="notes", phase=phase, top_k=10, category="actions")
     assert payload["results"], payload
     assert {r["category"] for r in payload["results"]} == {"actions"}
-    # A query answered at every phase ("widgets" is declined at phase 2 since the seed corpus's
-    # fit was refitted on 2026-11-29): top_k=1 keeps one result of the several it finds.
+    # A query answered at every phase: top_k=1 keeps one result of the several it finds.
     payload = await _retrieve(service_client, query="quick capture", phase=phase, top_k=1)
     assert payload["status"] == "answer" and len(payload["results"]) == 1
 

@@ -137,20 +137,23 @@ async def test_a_corpus_within_the_exact_search_limit_is_searched_exactly(limit:
 
 
 @pytest.mark.parametrize("category", [None, "widgets"])
-async def test_phase_three_reads_phase_one_s_pages_as_phase_one_ranks_them(category: str | None) -> None:
-    # The decision's `whole_page_rank` compares the fused first page with phase 1's ranking of the
-    # same query: the pages phase 3 carries must be the ones phase 1 shows, in its order.
+async def test_phases_two_and_three_read_phase_one_s_pages_as_phase_one_ranks_them(category: str | None) -> None:
+    # The decision's `whole_page_rank` compares the first page with phase 1's ranking of the same
+    # query: the pages phases 2 and 3 carry must be the ones phase 1 shows, in its order.
     from service.decide.seed_rules import distinct_documents, ranked_by_score
     from service.tiers import KeywordTier
 
     pipeline = _pipeline(FLAGS)
-    phase_one = KeywordTier(1, pipeline.require_indexes)
+    phase_one, phase_two = KeywordTier(1, pipeline.require_indexes), KeywordTier(2, pipeline.require_indexes)
     for text in QUERIES:
         query, notes = pipeline.normalise(text, FLAGS)
         ctx = TierContext(query=query, notes=list(notes), category=category, flags=FLAGS, top_k=10)
         phase3 = await pipeline.hybrid_tier.run(ctx)
         phase1 = await phase_one.run(
             TierContext(query=query, notes=list(notes), category=category, flags=FLAGS, top_k=10))
+        phase2 = await phase_two.run(
+            TierContext(query=query, notes=list(notes), category=category, flags=FLAGS, top_k=10))
         pages = [e.doc_slug for e in distinct_documents(ranked_by_score(list(phase1.ranking)), 10)]
-        assert list(phase3.whole_pages) == pages, text
+        assert list(phase3.whole_pages) == list(phase2.whole_pages) == pages, text
         assert len(phase3.whole_pages) == len(set(phase3.whole_pages)) <= 10
+        assert phase1.whole_pages == ()  # phase 1 is that ranking: nothing to compare with
