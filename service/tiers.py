@@ -208,7 +208,7 @@ class HybridTier:
         return Candidates(
             phase=3, ranking=candidates.fused, parts=parts[0] if parts else (), keyword=keyword,
             semantic=candidates.signal, page_similarity=page_similarity,
-            whole_pages=whole_pages[0] if whole_pages else page_ranking(retriever.indexes, ctx),
+            whole_pages=whole_pages[0] if whole_pages else (),
             is_stub=is_stub, pinned=retriever.indexes.pinned_pages(ctx.query.identifiers),
             stats=candidates.stats(), explained=candidates.explained,
         )

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab.evaluation.kinds import say
 from service.settings import PROJECT_ROOT as ROOT
 
 SETS = tuple(sorted((ROOT / "bench" / "queries").glob("*.yaml")))
@@ -39,10 +40,6 @@ class Ranked:
     query: str
     rank: int | None
     """1-based rank of the first right page (None: not in the first ten)."""
-
-
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def run_variant(name: str, overrides: Sequence[str], work: Path) -> list[Ranked]:

@@ -140,18 +140,18 @@ COMMON_SHARE = 0.5
 """A word more than this share of the corpus's pages hold says little about which page is meant."""
 
 
-def _common_words(loaded: Loaded) -> tuple[Lexicon, frozenset[str]]:
-    """The lexicon, and the match keys of the words more than `COMMON_SHARE` of the pages hold."""
+def _page_words(loaded: Loaded) -> tuple[Lexicon, dict[str, set[str]], frozenset[str]]:
+    """The lexicon, each page's match keys (title and text), and the keys of the words more than
+    `COMMON_SHARE` of the pages hold."""
     from collections import Counter
 
     from service.normalize.text import match_key
 
     documents, _, lexicon = _names_of(loaded)
-    pages: Counter[str] = Counter()
-    for doc in documents:
-        pages.update({match_key(t) for t in lexicon.normalise(f"{doc.title} {doc.content}")})
+    held = {doc.slug: {match_key(t) for t in lexicon.normalise(f"{doc.title} {doc.content}")} for doc in documents}
+    pages = Counter(key for keys in held.values() for key in keys)
     limit = COMMON_SHARE * len(documents)
-    return lexicon, frozenset(key for key, count in pages.items() if count > limit)
+    return lexicon, held, frozenset(key for key, count in pages.items() if count > limit)
 
 
 def _query_words(loaded: Loaded) -> dict[str, tuple[int, int]]:
@@ -159,7 +159,7 @@ def _query_words(loaded: Loaded) -> dict[str, tuple[int, int]]:
     from service.normalize.query import normalize_query
     from service.normalize.text import match_key
 
-    lexicon, common = _common_words(loaded)
+    lexicon, _, common = _page_words(loaded)
     out: dict[str, tuple[int, int]] = {}
     for case in loaded.cases:
         query, _ = normalize_query(case.query, lexicon)
@@ -183,21 +183,16 @@ def informative_tokens(loaded: Loaded) -> dict[str, float]:
 def informative_counts(loaded: Loaded) -> dict[str, dict[str, float]]:
     """Per case id: the phase-3 run's features with `tokens` and `matched_share` over the query's
     words that at most half the pages hold (unchanged when the query holds none or only those)."""
-    from collections import Counter
-
     from service.normalize.query import normalize_query
     from service.normalize.text import match_key
 
-    documents, _, lexicon = _names_of(loaded)
-    held = {doc.slug: {match_key(t) for t in lexicon.normalise(f"{doc.title} {doc.content}")} for doc in documents}
-    pages = Counter(key for keys in held.values() for key in keys)
-    limit = COMMON_SHARE * len(documents)
+    lexicon, held, common = _page_words(loaded)
     queries = {c.id: c.query for c in loaded.cases}
     out: dict[str, dict[str, float]] = {}
     for run in phase3_runs(loaded):
         query, _ = normalize_query(queries[run.case_id], lexicon)
         keys = [match_key(t) for t in query.tokens]
-        informative = [k for k in keys if pages.get(k, 0) <= limit]
+        informative = [k for k in keys if k not in common]
         features = dict(run.features)
         if informative and len(informative) < len(keys):
             top = held.get(run.ranked[0], set()) if run.ranked else set()
@@ -231,7 +226,7 @@ def compare_counts(sets: Sequence[Loaded], command: str, out: Path | None) -> st
     return text
 
 
-def _phase_one_rank(loaded: Loaded, phase: int = 1) -> dict[str, float]:
+def _rank_in_phase(loaded: Loaded, phase: int = 1) -> dict[str, float]:
     """Per case id: 1 / rank of the phase-3 run's first page in the same query's ranking at
     `phase` (phase 1: the keyword index over whole pages), 0 when that ranking does not hold it."""
     first = {r.case_id: r.ranked for r in loaded.collected.runs if r.phase == phase and r.policy == "seed_rules"}
@@ -245,17 +240,17 @@ def _phase_one_rank(loaded: Loaded, phase: int = 1) -> dict[str, float]:
 
 def phase1_agrees(loaded: Loaded) -> dict[str, float]:
     """Per case id: 1 when phase 1 (the seed formula over whole pages) ranks the same page first."""
-    return {case: float(rank == 1.0) for case, rank in _phase_one_rank(loaded).items()}
+    return {case: float(rank == 1.0) for case, rank in _rank_in_phase(loaded).items()}
 
 
 def phase1_rank(loaded: Loaded) -> dict[str, float]:
     """Per case id: the reciprocal rank of phase 3's first page in phase 1's ranking."""
-    return _phase_one_rank(loaded)
+    return _rank_in_phase(loaded)
 
 
 def phase2_rank(loaded: Loaded) -> dict[str, float]:
     """Per case id: the reciprocal rank of phase 3's first page in phase 2's ranking (chunks)."""
-    return _phase_one_rank(loaded, 2)
+    return _rank_in_phase(loaded, 2)
 
 
 def semantic_rank(loaded: Loaded) -> dict[str, float]:
