@@ -64,6 +64,7 @@ import msgspec
 from service.domain.types import Document
 from service.flags import SeedingFlags
 from service.ingest.dialects import AUTO, Dialect, detect_dialect, dialect_spec
+from service.ingest.includes import IncludeReader
 from service.ingest.keywords import extract_keywords
 from service.ingest.parse import (
     FrontMatterError,
@@ -291,11 +292,11 @@ class CorpusPage:
 
 
 def _parse_entry(
-    path: Path, seeds_dir: Path, rules: CorpusRules, project: SphinxProject | None = None
+    path: Path, seeds_dir: Path, rules: CorpusRules, project: SphinxProject | None, includes: IncludeReader,
 ) -> CorpusPage:
     relative = PurePosixPath(path.relative_to(seeds_dir).as_posix())
     try:
-        text = _decode(path, seeds_dir)
+        text = includes.text(path)
         if path.suffix == ".rst":  # Sphinx: reStructuredText, read by service/ingest/rst.py
             page = parse_rst_page(text, docname=docname_of(relative), project=project)
         else:
@@ -451,12 +452,15 @@ def parse_corpus(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Co
     if rules.dialect == AUTO:  # detected once per seed, not once per page
         rules = dataclasses.replace(rules, dialect=detect_dialect(seeds_dir, files).value)
     log.info("seed: %s read as %s", seeds_dir, _readers(files, rules.dialect, flag))
-    project = project_of_files(seeds_dir, files, functools.partial(_decode, root=seeds_dir))  # `:ref:` labels span pages
+    includes = IncludeReader(seeds_dir, files, functools.partial(_decode, root=seeds_dir), MAX_PAGE_BYTES)
+    project = project_of_files(seeds_dir, files, IncludeReader(
+        seeds_dir, files, functools.partial(_decode, root=seeds_dir), MAX_PAGE_BYTES).text)  # `:ref:` labels span pages
     for path in files:
         try:
-            parsed.append(_parse_entry(path, seeds_dir, rules, project))
+            parsed.append(_parse_entry(path, seeds_dir, rules, project, includes))
         except SeedFileError as err:
             errors.append(err)
+    _log_includes(includes)
     counts = Counter(entry.doc.slug for entry in parsed)
     documents: list[CorpusPage] = []
     owner: dict[str, Path] = {}
@@ -473,6 +477,15 @@ def parse_corpus(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Co
     if errors:
         raise SeedError(errors)
     return documents
+
+
+def _log_includes(includes: IncludeReader) -> None:
+    """What the pages include, read in place or left as written (service/ingest/includes.py)."""
+    if not includes.read_in and not includes.left_out:
+        return
+    examples = "; ".join(f"{name}: {why}" for name, why in list(includes.left_out.items())[:5])
+    log.info("seed: %d include(s) read in place, %d left as written%s", includes.read_in,
+             len(includes.left_out), f", e.g. {examples}" if examples else "")
 
 
 def _readers(files: Sequence[Path], dialect: str, flag: str) -> str:
