@@ -58,13 +58,13 @@ class IncludeReader:
     """Each include left as written (its page and target) with the reason."""
 
     def __post_init__(self) -> None:
-        self._root = self.seeds_dir.resolve()
-        self._pages = frozenset(p.resolve() for p in self.pages)
+        self._root = _real(self.seeds_dir)
+        self._pages = frozenset(_real(p) for p in self.pages)
 
     def text(self, path: Path) -> str:
         """The page's text with each include it may read in place (module doc) put in."""
-        text = self.decode(path)
-        return self._expand(text, path.resolve(), (path.resolve(),), len(text))
+        text = self.decode(path)  # first: a page that is a bad file (a symlink loop) raises its reason
+        return self._expand(text, _real(path), (_real(path),), len(text))
 
     def _expand(self, text: str, path: Path, reading: tuple[Path, ...], size: int) -> str:
         if "include" not in text and "--8<--" not in text:
@@ -137,7 +137,7 @@ class IncludeReader:
 
     def _read(self, target: Path, page: Path, reading: tuple[Path, ...], size: int) -> str | None:
         name = f"{_shown(page, self._root)} → {_shown(target, self._root)}"
-        resolved = target.resolve()
+        resolved = _real(target)
         reason = None
         if not resolved.is_relative_to(self._root):
             reason = "outside SEEDS_DIR (not followed)"
@@ -162,6 +162,12 @@ class IncludeReader:
                     return self._expand(text, resolved, (*reading, resolved), size + len(text))
         self.left_out[name] = reason
         return None
+
+
+def _real(path: Path) -> Path:
+    """The path with its symlinks followed, as far as they go (a loop or a dangling link is
+    `decode`'s to report, not a reason to stop here)."""
+    return Path(os.path.realpath(path))
 
 
 def _shown(path: Path, root: Path) -> str:

@@ -26,6 +26,7 @@ page and anchor however many links point there.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -266,6 +267,16 @@ def _by_slug(relative: PurePosixPath, by_slug: Mapping[str, CorpusPage]) -> Corp
     return by_slug.get(path) or (by_slug.get(rest) if rest else None)
 
 
+def _by_address(relative: PurePosixPath, path: Path, known: CorpusLinks) -> CorpusPage | None:
+    """The page a relative address reaches from the page's own address: Jest's `CLI.md` (served
+    at `/docs/cli`) links `configuration#testmatch-arraystring`, the page `Configuration.md`
+    (`id: configuration`) is served at. The file's name is not the address (its case, its id)."""
+    folder = PurePosixPath(path.parent.relative_to(known.root).as_posix()) if path.is_relative_to(known.root) \
+        else PurePosixPath()
+    address = posixpath.normpath((folder / relative).as_posix()).lower()
+    return None if address.startswith("..") else known.by_slug.get(address.strip("/"))
+
+
 def _has_anchor(entry: CorpusPage, heading: str) -> bool:
     anchors = entry.page.anchors
     return not heading or anchor_slug(heading) in anchors or heading in anchors
@@ -324,6 +335,8 @@ def _resolve(link: Link, doc: CorpusPage, path: Path, known: CorpusLinks) -> _Ju
     target = next((known.by_file[f] for f in candidates if f in known.by_file), None)
     if target is None and relative.is_absolute():
         target = _by_slug(relative, known.by_slug)
+    if target is None and not suffix and not relative.is_absolute():
+        target = _by_address(relative, path, known)
     if target is None:
         if any(f in known.excluded_files for f in candidates):
             return _Judged("excluded")

@@ -746,8 +746,8 @@ def _heading_source(inline: Token, clean: bool = True) -> str:
     (`<Badge>` too), markup and attribute lists out (`clean`)."""
     parts: list[str] = []
     for child in inline.children or ():
-        if child.type == "text":
-            parts.append(_clean_prose_inline(child.content, plain=True) if clean else child.content)
+        if child.type == "text":  # a tag is an html_inline token: `<…>` here is text (`&lt;string&gt;`)
+            parts.append(_clean_prose_inline(child.content, plain=True, tags=False) if clean else child.content)
         elif child.type == "code_inline":
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
@@ -783,7 +783,8 @@ def _links(tokens: Sequence[Token], lines: list[str]) -> Iterator[Link]:
 # --- cleaning internals --------------------------------------------------------
 
 
-def _clean_prose_inline(text: str, plain: bool = False) -> str:
+def _clean_prose_inline(text: str, plain: bool = False, tags: bool = True) -> str:
+    """Tool-specific inline markup out of prose; `tags`: HTML tags too (not where `<…>` is text)."""
     text = _FOOTNOTE_REF.sub("", text)
     text = _EMBED.sub("", text)
     text = _MACRO_EMBED.sub(r"\1", text)
@@ -793,7 +794,8 @@ def _clean_prose_inline(text: str, plain: bool = False) -> str:
     text = _TAG_WIKILINK.sub(lambda m: wikilink_label(m.group(1)), text)
     text = _WIKILINK.sub(lambda m: wikilink_label(m.group(1)), text)
     text = _BLOCK_REF.sub("", text)
-    text = _HTML_TAG.sub("", text)
+    if tags:
+        text = _HTML_TAG.sub("", text)
     return strip_attr_lists(text)
 
 

@@ -104,3 +104,26 @@ def test_mkdocs_snippets_and_vitepress_includes(tmp_path: Path) -> None:
     assert content["guide/cli"].count("Rerun tests") == 1  # the include shown in a code block stays code
     assert "guide/parts/options" not in content
     assert ignored_files(root, CorpusRules(ignore=("guide/parts/*",)))
+
+
+def test_hostile_includes_are_left_as_written_with_their_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An include is a file the page names, so it gets the checks a page gets: a symlink that
+    leads out of SEEDS_DIR, a binary file and a link loop are not read, and the page still seeds."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("Outside text.\n", encoding="utf-8")
+    root = write(tmp_path / "docs", {
+        "page.rst": "Page\n====\n\n.. include:: parts/out.txt\n\n.. include:: parts/binary.txt\n\n"
+                    ".. include:: parts/loop.txt\n\nOwn text.\n",
+    })
+    (root / "parts").mkdir()
+    (root / "parts" / "out.txt").symlink_to(outside)
+    (root / "parts" / "binary.txt").write_bytes(b"\x00\x01binary")
+    (root / "parts" / "loop.txt").symlink_to(root / "parts" / "loop.txt")
+    with caplog.at_level(logging.INFO, logger="service.ingest.markdown"):
+        content = by_slug(root)
+    assert "Own text." in content["page"] and "Outside text" not in content["page"]
+    said = caplog.text
+    assert "0 include(s) read in place, 3 left as written" in said
+    assert "outside SEEDS_DIR" in said and "a binary file" in said

@@ -271,3 +271,23 @@ def test_the_table_of_contents_marker_is_no_link_and_no_text(dialect: Dialect) -
 def test_a_wikilink_to_a_page_called_toc_inside_a_sentence_stays_a_link() -> None:
     page = parse_page("# Notes\n\nSee [[toc]] for the list.\n")
     assert [link.target for link in page.links] == ["toc"]
+
+
+def test_an_escaped_angle_bracket_in_a_heading_is_text_of_its_anchor(tmp_path: Path) -> None:
+    """Jest's configuration page heads its options `` `testMatch` \\[array&lt;string&gt;] ``; the
+    site shows "testMatch [array<string>]" and its anchor keeps the word (`#testmatch-arraystring`,
+    which its pages link to). `&lt;string&gt;` is text, not a tag: only a tag written as one is
+    dropped (`<small>`, above)."""
+    write(tmp_path, {
+        "Configuration.md": "---\nid: configuration\ntitle: Configuring Jest\n---\n\n"
+                            "### `testMatch` \\[array&lt;string&gt;]\n\nGlobs.\n\n"
+                            "### `projects` \\[array&lt;string | ProjectConfig&gt;]\n\nMany.\n",
+        "TestRegex.md": "# testRegex\n\nSee also [`testMatch` [array&lt;string&gt;]](Configuration.md#testmatch-arraystring)"
+                        " and [projects](Configuration.md#projects-arraystring--projectconfig).\n",
+        # CLI.md's form: the page's address (`id: configuration`), not its file's name
+        "CLI.md": "---\nid: cli\ntitle: Jest CLI Options\n---\n\nThe CLI form of [`projects`]"
+                  "(configuration#projects-arraystring--projectconfig).\n",
+    })
+    entry = next(e for e in parse_corpus(tmp_path) if e.path.name == "Configuration.md")
+    assert {"testmatch-arraystring", "projects-arraystring--projectconfig"} <= entry.page.anchors
+    assert links_of(tmp_path).broken == ()
