@@ -342,4 +342,4 @@ class Pipeline:
 
 
 _TEXTS = conversation.Texts(no_match=clarify.NO_MATCH, suggest=(
-    lambda title: clarify.SINGLE_LOW_CONFIDENCE.format(top_a=title)))
+    lambda title: clarify.SINGLE_LOW_CONFIDENCE.format(top_a=title)), choose=clarify.choose)

@@ -24,6 +24,8 @@ scores (same tables):
   Rankings that read the query another way agree more often on a right page; `phase1_rank` paid
   and is the service's `whole_page_rank` since 2026-11-29 (on runs collected since, it is there
   already).
+- `phase1_runner_up_rank`: where phase 1 ranks phase 3's second page (1 / rank): phase 1
+  preferring the runner-up would say the first page is the wrong one of two (not kept).
 - `phase1_score_ratio`, `phase1_matched_share`: those features of the same query's phase-1 run
   (how level phase 1's first two pages are; how much of the query its first page matched).
 
@@ -248,6 +250,18 @@ def phase1_rank(loaded: Loaded) -> dict[str, float]:
     return _rank_in_phase(loaded)
 
 
+def phase1_runner_up_rank(loaded: Loaded) -> dict[str, float]:
+    """Per case id: the reciprocal rank of phase 3's second page in phase 1's ranking (phase 1
+    preferring the runner-up says the first page may be the wrong one of two)."""
+    first = {r.case_id: r.ranked for r in loaded.collected.runs if r.phase == 1 and r.policy == "seed_rules"}
+    out: dict[str, float] = {}
+    for run in phase3_runs(loaded):
+        ranked = first.get(run.case_id, ())
+        second = run.ranked[1] if len(run.ranked) > 1 else None
+        out[run.case_id] = 1.0 / (ranked.index(second) + 1) if second in ranked else 0.0
+    return out
+
+
 def phase2_rank(loaded: Loaded) -> dict[str, float]:
     """Per case id: the reciprocal rank of phase 3's first page in phase 2's ranking (chunks)."""
     return _rank_in_phase(loaded, 2)
@@ -288,6 +302,7 @@ FEATURES: dict[str, Callable[[Loaded], dict[str, float]]] = {
     "semantic_rank": semantic_rank,
     "phase1_agrees": phase1_agrees,
     "phase1_rank": phase1_rank,
+    "phase1_runner_up_rank": phase1_runner_up_rank,
     "informative_tokens": informative_tokens,
     "name_focus": name_focus,
     "top_defines_name": top_defines_name,

@@ -56,12 +56,6 @@ NOTHING_BETTER = "I have nothing better to suggest. Tell me the name of the feat
 """After the user turned down every page on offer (issue 35: say so, rather than walk on)."""
 
 
-def choose_text(options: Sequence[Option]) -> str:
-    """The seed plan's "Do you mean A (category) or B (category)?", for any number of pages."""
-    named = [f"{o.title} ({o.category})" for o in options]
-    return f"Do you mean {', '.join(named[:-1])} or {named[-1]}?"
-
-
 @dataclass(frozen=True)
 class Texts:
     """The UI's texts (they live with the decision layer, service/decide/clarify.py)."""
@@ -69,9 +63,9 @@ class Texts:
     no_match: str
     suggest: Callable[[str], str]
     """A page title → "I think you mean <title>. Is that right?"."""
-    nothing_better: str = NOTHING_BETTER
-    choose: Callable[[Sequence[Option]], str] = choose_text
+    choose: Callable[[Sequence[Option]], str]
     """The pages still on offer after a "no", asked about once, all together."""
+    nothing_better: str = NOTHING_BETTER
 
 
 TopicWords = Callable[[str], bool]

@@ -121,7 +121,7 @@ def test_two_level_pages_are_asked_about_whatever_their_sections_and_a_third_nev
     asked = decide_calibrated([top, same_heading, level], Q, 0.9, "p", T)
     assert isinstance(asked, Clarify)
     assert [o.doc_slug for o in asked.options] == ["widgets/widget-manager", "widgets/recent"]
-    assert asked.message == "Do you mean Widget Manager (widgets) or Recent (widgets)?"
+    assert asked.message == "Do you mean Widget Manager or Recent?"
     apart = decide_calibrated([top, ev("widgets/quick-links", 0.5)], Q, 0.9, "p", T)
     assert isinstance(apart, Answer) and apart.results[0].doc_slug == "widgets/widget-manager"
 
@@ -456,3 +456,20 @@ def test_a_short_query_is_answered_from_its_own_point(tokens: tuple[str, ...], p
     run = CaseRun(case_id="c", phase=3, policy="seed_rules", status="clarify", reason="r", shown=(),
                   ranked=signals.ranking, options=(), features=signals.features)
     assert replayed_status(run, p, point)[0] == expected
+
+
+def test_a_question_names_a_category_only_where_it_tells_the_pages_apart() -> None:
+    """A corpus without folders files every page under one category (`general`): "Do you mean
+    Managing Dependencies (general), Commands (general) or …" repeats a word that helps no one
+    pick. Where the categories differ they stay, as the seed plan words its question."""
+    from service.decide import clarify
+
+    assert clarify.ambiguous(ev("general/managing-dependencies", 1.0), ev("general/cli", 0.9),
+                             ev("general/dependency-specification", 0.8)) == \
+        "Do you mean Managing Dependencies, Cli or Dependency Specification?"
+    assert clarify.ambiguous(ev("widgets/quick-links", 1.0), ev("concepts/notes", 0.9)) == \
+        "Do you mean Quick Links (widgets) or Notes (concepts)?"
+    assert clarify.two_needs(ev("general/cli", 1.0), ev("general/libraries", 0.9)) == \
+        "You asked about two things: Cli and Libraries. Which one first?"
+    assert clarify.closest_matches([ev("general/cli", 0.4)]) == \
+        "I couldn't find a page that answers that. The closest matches are Cli."

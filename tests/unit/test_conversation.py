@@ -23,6 +23,7 @@ from service.conversation.stage import (
 )
 from service.conversation.stage import resolve as resolve_stage
 from service.conversation.topic import Screen, Turn, action_stems, resolve_topic, topic_words
+from service.decide import clarify
 from service.domain.types import Answer, Clarify, Evidence, NoMatch, Option
 from service.normalize.lexicon import default_stopwords
 
@@ -224,7 +225,8 @@ def test_the_screen_never_overrides_a_clear_topic() -> None:
 
 # -- the stage: settling the tiers' decision -------------------------------------------
 
-TEXTS = Texts(no_match="Which part should I explain?", suggest=lambda t: f"I think you mean {t}. Is that right?")
+TEXTS = Texts(no_match="Which part should I explain?", suggest=lambda t: f"I think you mean {t}. Is that right?",
+              choose=clarify.choose)
 
 
 def _evidence(slug: str, section: str = "") -> Evidence:
@@ -280,7 +282,7 @@ def test_no_offers_the_remaining_pages_once_then_nothing_better() -> None:
     offered, _ = settle(_clarify_between("concepts/widgets"), first, _evidence, TEXTS)
     assert isinstance(offered, Clarify)
     assert [o.doc_slug for o in offered.options] == ["concepts/home", "concepts/dashboard"]
-    assert offered.message == "Do you mean Home (concepts) or Dashboard (concepts)?"
+    assert offered.message == "Do you mean Home or Dashboard?"  # one category: not repeated
     assert [e.doc_slug for e in offered.results] == ["concepts/home", "concepts/dashboard"]
     # The offer is one question between both: "no" to it has nothing left to offer.
     again = issue(kind=clarification_kind(offered), query="dock", options=options_of(offered), key=KEY, now=1)

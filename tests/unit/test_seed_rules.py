@@ -65,7 +65,7 @@ def test_a_weak_match_on_the_only_page_answers_with_it() -> None:
 def test_small_raw_gap_is_ambiguous() -> None:
     decision = decide([ev("concepts/home", 1.0, 11), ev("concepts/dashboard", 0.5, 10)], Q, T)
     assert isinstance(decision, Clarify) and decision.reason == "small_gap"
-    assert decision.message == "Do you mean Home (concepts) or Dashboard (concepts)?"
+    assert decision.message == "Do you mean Home or Dashboard?"
     assert [o.doc_slug for o in decision.options] == ["concepts/home", "concepts/dashboard"]
 
 
@@ -201,7 +201,7 @@ def test_a_query_the_synonyms_make_two_pages_names_asks_between_them() -> None:
                titled("concepts/dashboard", 0.4, "Dashboard")]
     decision = decide(ranking, HOME, T)
     assert isinstance(decision, Clarify) and decision.reason == "query_names_pages"
-    assert decision.message == "Do you mean Home (concepts) or Dashboard (concepts)?"
+    assert decision.message == "Do you mean Home or Dashboard?"
     assert [o.doc_slug for o in decision.options] == ["concepts/home", "concepts/dashboard"]
 
 
