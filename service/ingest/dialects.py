@@ -335,9 +335,12 @@ _SCRIPT_OPEN = re.compile(r"^\s*<(script|style)\b[^>]*>", re.IGNORECASE)
 _TOC_MARKER = re.compile(r"^\s*\[\[toc\]\]\s*$", re.IGNORECASE)
 """`[[toc]]` alone on a line: the page's table of contents (VitePress, VuePress, markdown-it-toc),
 not a wikilink to a page called "toc"."""
-_INCLUDE = re.compile(r"^\s*(?:--8<--|\{%\s*include\b|<<<\s|!include\b|\{!.*!\}\s*$)")
+_INCLUDE = re.compile(r"^\s*(?:--8<--|\{%\s*include\b|<<<\s|!include\b|\{!.*!\}\s*$|\{\*.*\*\}\s*$)")
+"""A line the build replaces with a file's text (snippets, Jinja, VitePress' code import, FastAPI's
+and Typer's `{* docs_src/app.py hl[3] *}`): the site shows the file, never the line."""
 # Text a build hook writes in: Material's documentation shortcodes (`<!-- md:setting x -->` makes
 # the option's heading and anchor) and VitePress' `<!--@include: part.md-->`.
+_CODE_IMPORT = re.compile(r"^\s*(?:<<<\s|\{\*)")
 _BUILD_MARKER = re.compile(r"<!--\s*(?:md:\w|@include:)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(.*)$")
 _LINKS = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\([^)\n]*\)|\[\[[^\]\n]+\]\]|\[[^\]\n]+\]\[[^\]\n]*\]")
@@ -512,8 +515,10 @@ class _Rewriter:
         if _DESCRIPTION.match(line):
             self.out.described = True
             self._emit(line, structure=True)
-        elif _INCLUDE.match(line) or _PROPERTY.match(line):
-            self.out.generated |= _PROPERTY.match(line) is None
+        elif _INCLUDE.match(line):  # not read in place (service/ingest/includes.py): no words of the page
+            self.out.generated |= _CODE_IMPORT.match(line) is None  # a file of code writes no heading
+            self._blank(1)
+        elif _PROPERTY.match(line):
             self._emit(line, structure=True)
         elif _HEADING.match(line) or _LINK_DEF.match(line):
             self._emit(line)

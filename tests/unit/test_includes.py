@@ -127,3 +127,20 @@ def test_hostile_includes_are_left_as_written_with_their_reason(
     said = caplog.text
     assert "0 include(s) read in place, 3 left as written" in said
     assert "outside SEEDS_DIR" in said and "a binary file" in said
+
+
+def test_an_include_left_as_written_is_no_text_of_the_page(tmp_path: Path) -> None:
+    """Typer's and FastAPI's pages show their examples with `{* docs_src/… *}` (files outside the
+    docs), MkDocs' contributing page is `--8<-- "CONTRIBUTING.md"`: the site shows the file, never
+    the line, so neither the path's words nor the syntax are searched or quoted."""
+    root = write(tmp_path, {
+        "tutorial/options/help.md": "# CLI Options with Help\n\nLet's now do the same for *CLI options*:\n\n"
+                                    "{* docs_src/options/help/tutorial001_an_py310.py hl[11:12] *}\n\n"
+                                    "The same way as with `typer.Argument()`.\n",
+        "contributing.md": "--8<-- \"CONTRIBUTING.md\"\n",
+    })
+    content = by_slug(root, CorpusRules(dialect="mkdocs"))
+    help_page = content["tutorial/options/help"]
+    assert "docs_src" not in help_page and "{*" not in help_page
+    assert "Let's now do the same" in help_page and "typer.Argument()" in help_page
+    assert "8<" not in content["contributing"]
