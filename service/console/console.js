@@ -175,7 +175,7 @@
         el("li", {}, el("button", {
           type: "button", title: o.doc_slug,
           onclick: () => { $("query").value = o.title; runQuery(); },
-        }, o.title + " (" + o.category + ")")))));
+        }, optionLabel(o, d.options))))));
     }
     parts.push(evidenceTable(d.results));
     if (d.fallback_path && d.fallback_path.length) {
@@ -259,6 +259,13 @@
     return lines.map((text) => el("li", { class: "note", text }));
   }
 
+  // An option's label, as the question words it (service/decide/clarify.py `named`): its
+  // category only where the options' categories differ.
+  function optionLabel(o, options) {
+    const categories = new Set(options.map((x) => x.category));
+    return categories.size > 1 ? o.title + " (" + o.category + ")" : o.title;
+  }
+
   function assistantTurn(d) {
     const top = (d.results || [])[0];
     const parts = [el("span", { class: "decision " + d.status, text: d.status })];
@@ -270,7 +277,7 @@
     if (d.clarification && d.options && d.options.length) {
       parts.push(el("ul", { class: "options", "aria-label": "Clarification options" }, d.options.map((o) =>
         el("li", {}, el("button", { type: "button", title: o.doc_slug, onclick: () => sendMessage(o.title) },
-          o.title + " (" + o.category + ")")))));
+          optionLabel(o, d.options))))));
     }
     const notes = conversationNotes(d);
     if (notes.length) parts.push(el("ul", { class: "conv-notes", "aria-label": "How the message was read" }, notes));
