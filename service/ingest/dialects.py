@@ -338,9 +338,10 @@ not a wikilink to a page called "toc"."""
 _INCLUDE = re.compile(r"^\s*(?:--8<--|\{%\s*include\b|<<<\s|!include\b|\{!.*!\}\s*$|\{\*.*\*\}\s*$)")
 """A line the build replaces with a file's text (snippets, Jinja, VitePress' code import, FastAPI's
 and Typer's `{* docs_src/app.py hl[3] *}`): the site shows the file, never the line."""
+_CODE_IMPORT = re.compile(r"^\s*(?:<<<\s|\{\*)")
+"""The includes that bring in a file of code, which writes no heading (no anchors to check)."""
 # Text a build hook writes in: Material's documentation shortcodes (`<!-- md:setting x -->` makes
 # the option's heading and anchor) and VitePress' `<!--@include: part.md-->`.
-_CODE_IMPORT = re.compile(r"^\s*(?:<<<\s|\{\*)")
 _BUILD_MARKER = re.compile(r"<!--\s*(?:md:\w|@include:)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(.*)$")
 _LINKS = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\([^)\n]*\)|\[\[[^\]\n]+\]\]|\[[^\]\n]+\]\[[^\]\n]*\]")

@@ -60,11 +60,16 @@ class IncludeReader:
     def __post_init__(self) -> None:
         self._root = _real(self.seeds_dir)
         self._pages = frozenset(_real(p) for p in self.pages)
+        self._read_once: dict[Path, str] = {}
 
     def text(self, path: Path) -> str:
-        """The page's text with each include it may read in place (module doc) put in."""
+        """The page's text with each include it may read in place (module doc) put in. Read once
+        a page: the Sphinx project (its labels) and the page's own parse ask for the same text."""
+        if (known := self._read_once.get(path)) is not None:
+            return known
         text = self.decode(path)  # first: a page that is a bad file (a symlink loop) raises its reason
-        return self._expand(text, _real(path), (_real(path),), len(text))
+        self._read_once[path] = self._expand(text, _real(path), (_real(path),), len(text))
+        return self._read_once[path]
 
     def _expand(self, text: str, path: Path, reading: tuple[Path, ...], size: int) -> str:
         if "include" not in text and "--8<--" not in text:

@@ -453,8 +453,7 @@ def parse_corpus(seeds_dir: Path, rules: CorpusRules = CorpusRules()) -> list[Co
         rules = dataclasses.replace(rules, dialect=detect_dialect(seeds_dir, files).value)
     log.info("seed: %s read as %s", seeds_dir, _readers(files, rules.dialect, flag))
     includes = IncludeReader(seeds_dir, files, functools.partial(_decode, root=seeds_dir), MAX_PAGE_BYTES)
-    project = project_of_files(seeds_dir, files, IncludeReader(
-        seeds_dir, files, functools.partial(_decode, root=seeds_dir), MAX_PAGE_BYTES).text)  # `:ref:` labels span pages
+    project = project_of_files(seeds_dir, files, includes.text)  # `:ref:` labels span pages
     for path in files:
         try:
             parsed.append(_parse_entry(path, seeds_dir, rules, project, includes))
