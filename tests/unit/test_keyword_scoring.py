@@ -239,3 +239,20 @@ def test_a_synonym_makes_the_query_the_title_of_a_page_named_otherwise() -> None
     assert [r.doc_slug for r in build_document_index(docs, plain).search(["home"]) if r.query_is_title] == [
         "concepts/home"
     ]
+
+
+def test_a_link_address_is_no_word_of_the_page_that_links() -> None:
+    # An FAQ that links to the quickstart's section: its address names the other page's words.
+    docs = [
+        _doc("user/quickstart", "Quickstart", (), "## Custom Headers\n\nPass a dict to `headers=`."),
+        _doc("community/faq", "FAQ", (), "See [the quickstart](../user/quickstart.rst#custom-headers \"Quickstart\")."),
+    ]
+    lexicon = build_lexicon(
+        titles=[d.title for d in docs], keywords=[], texts=[d.content for d in docs], synonyms=Synonyms(),
+    )
+    units = {d.slug: prepare_document(d, lexicon).terms for d in docs}
+    faq_words = set(units["community/faq"].content_tf)
+    assert lexical_key("quickstart") in faq_words  # the link's text is the page's
+    assert not {lexical_key("custom"), lexical_key("headers")} & faq_words
+    results = build_document_index(docs, lexicon).search(["custom", "headers"])
+    assert [r.doc_slug for r in results] == ["user/quickstart"]
