@@ -72,6 +72,10 @@ class DialectSpec:
     """mkdocstrings `::: a.b` directives and `!!! note` admonitions."""
     inline_ids: bool
     """Attribute lists on inline elements define anchors (`**x**{ #id }`)."""
+    file_links_from_root: bool = False
+    """A link to a page's file that the linking page's folder lacks is read from the docs root,
+    as Docusaurus resolves it (Redux's glossary, in `understanding/thinking-in-redux/`, links
+    `api/Store.md#getState`)."""
 
 
 DIALECTS: dict[Dialect, DialectSpec] = {
@@ -82,7 +86,7 @@ DIALECTS: dict[Dialect, DialectSpec] = {
     Dialect.vitepress: DialectSpec(Dialect.vitepress, AnchorStyle.vitepress, containers=True,
                                    mkdocs_blocks=False, inline_ids=True),
     Dialect.docusaurus: DialectSpec(Dialect.docusaurus, AnchorStyle.github, containers=True,
-                                    mkdocs_blocks=False, inline_ids=False),
+                                    mkdocs_blocks=False, inline_ids=False, file_links_from_root=True),
     Dialect.starlight: DialectSpec(Dialect.starlight, AnchorStyle.github, containers=True,
                                    mkdocs_blocks=False, inline_ids=False),
     Dialect.mdx: DialectSpec(Dialect.mdx, AnchorStyle.github, containers=True,
@@ -125,7 +129,9 @@ def detect_dialect(root: Path, pages: Sequence[Path] = ()) -> Dialect:
     `docs_dir` (default `docs`) is the root; `.vitepress/` in the root;
     `docusaurus.config.*` beside the root; `astro.config.*` in the project whose
     `src/content/docs` is the root. Without one (a copied docs folder; `.rst` pages
-    are not looked at, they have their own reader): `.mdx` pages → mdx; else the most
+    are not looked at, they have their own reader): `.mdx` pages → docusaurus where a
+    page's front matter is Docusaurus's (`id`, `sidebar_label`, `sidebar_position`), else
+    mdx; else the most
     frequent of MkDocs markers (`!!! note`, `--8<--`, `::: a.b`, `{ #id }`), VitePress
     markers (`::: tip` with its space, `::: code-group` / `details`, `<script setup>`,
     `<<< snippet`) and Docusaurus markers (`:::note` without one, a page whose front
@@ -145,7 +151,9 @@ def detect_dialect(root: Path, pages: Sequence[Path] = ()) -> Dialect:
     if root.parts[-3:] == ("src", "content", "docs") and any(root.parents[2].glob("astro.config.*")):
         return Dialect.starlight
     if any(p.suffix == ".mdx" for p in pages):
-        return Dialect.mdx
+        # Docusaurus writes MDX too: its front matter (`id`, `sidebar_label`) tells it from others.
+        docusaurus = any(_DOCUSAURUS_FRONT_MATTER.match(_sniff(page, root)) for page in pages)
+        return Dialect.docusaurus if docusaurus else Dialect.mdx
     markers = {Dialect.mkdocs: 0, Dialect.vitepress: 0, Dialect.docusaurus: 0}
     for page in pages:
         text = _sniff(page, root)

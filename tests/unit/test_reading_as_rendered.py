@@ -12,9 +12,9 @@ import pytest
 
 from service.domain.types import Document
 from service.ingest.chunker import chunk_document
-from service.ingest.dialects import Dialect
+from service.ingest.dialects import Dialect, detect_dialect
 from service.ingest.links import LinkCheck, check_links
-from service.ingest.markdown import CorpusRules, ignored_files, parse_corpus
+from service.ingest.markdown import CorpusRules, ignored_files, parse_corpus, seed_files
 from service.ingest.parse import parse_page
 from service.ingest.rst import parse_rst_page
 from service.ingest.seeder import SeedOptions, prepare
@@ -291,3 +291,34 @@ def test_an_escaped_angle_bracket_in_a_heading_is_text_of_its_anchor(tmp_path: P
     entry = next(e for e in parse_corpus(tmp_path) if e.path.name == "Configuration.md")
     assert {"testmatch-arraystring", "projects-arraystring--projectconfig"} <= entry.page.anchors
     assert links_of(tmp_path).broken == ()
+
+
+# --- Docusaurus reads a link to a file from the docs root too ------------------------------
+
+DOCUSAURUS_TREE = {
+    # Redux's glossary, in `understanding/thinking-in-redux/`, links `api/Store.md#getState`: Docusaurus
+    # finds the file from the linking page's folder, else from the docs root.
+    "understanding/thinking-in-redux/Glossary.mdx": "---\nid: glossary\n---\n\n# Glossary\n\n"
+                                                   "Call [getState](api/Store.md#getState) and [Reducers](../Reducers.md).\n",
+    "understanding/Reducers.md": "---\nid: reducers\n---\n\n# Reducers\n\nPure functions.\n",
+    "api/Store.md": "---\nid: store\n---\n\n# Store\n\n### getState()\n\nThe current state.\n",
+}
+
+
+def test_a_docusaurus_link_to_a_file_is_read_from_the_docs_root_too(tmp_path: Path) -> None:
+    root = write(tmp_path, DOCUSAURUS_TREE)
+    # MDX pages with Docusaurus' front matter (`id`) are a Docusaurus tree, not another MDX site.
+    assert detect_dialect(root, seed_files(root, quiet=True)) == Dialect.docusaurus
+    _, _, broken = prepare(root, chunk_document, SeedOptions())
+    assert broken == []
+    # The same tree as MkDocs builds it: the glossary's folder has no `api/`, a broken link.
+    _, _, broken = prepare(root, chunk_document, SeedOptions(CorpusRules(dialect="mkdocs")))
+    assert len(broken) == 1 and "api/Store.md#getState" in broken[0]
+
+
+def test_mdx_pages_without_docusaurus_front_matter_stay_mdx(tmp_path: Path) -> None:
+    tree = {path: re.sub(r"\A---\nid: \w+\n---\n\n", "", text) for path, text in DOCUSAURUS_TREE.items()}
+    root = write(tmp_path, tree)
+    assert detect_dialect(root, seed_files(root, quiet=True)) == Dialect.mdx
+    _, _, broken = prepare(root, chunk_document, SeedOptions())
+    assert len(broken) == 1 and "api/Store.md#getState" in broken[0]
