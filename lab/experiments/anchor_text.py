@@ -68,7 +68,7 @@ def tally(loaded: Loaded, inbound: Mapping[str, Sequence[str]]) -> Counter[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     from lab.evaluation.kinds import corpus_dir
     from service.flags import load_flags
-    from service.ingest.markdown import ignored_files, page_dialect, parse_corpus
+    from service.ingest.markdown import ignored_files, parse_corpus
     from service.ingest.seeder import SeedOptions
     from service.settings import load_settings
 
@@ -85,8 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         loaded = load_set(spec)
         folder = corpus_dir(loaded.corpus, settings, None)
         corpus = parse_corpus(folder, options.rules)
-        inbound = inbound_texts(corpus, CorpusLinks(corpus, folder, ignored_files(folder, options.rules),
-                                                    page_dialect(options.rules, folder)))
+        inbound = inbound_texts(corpus, CorpusLinks(corpus, folder, ignored_files(folder, options.rules)))
         counts = tally(loaded, inbound)
         total.update(counts)
         print(f"| {loaded.corpus} | {sum(map(len, inbound.values()))} | {len(inbound)} of {len(corpus)} | "

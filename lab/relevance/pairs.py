@@ -193,7 +193,7 @@ class SetMiner:
             yield _Candidate("heading", _clean_anchor(parts[-1]), section, False)
 
     def _links(self) -> Iterator[_Candidate]:
-        links = CorpusLinks(self.set.pages, self.set.folder, dialect=self.set.dialect)
+        links = CorpusLinks(self.set.pages, self.set.folder)
         for entry in self.set.pages:
             for parsed in entry.page.sections:
                 for block in parsed.blocks:

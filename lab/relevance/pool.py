@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from service.domain.types import Chunk
-from service.ingest.dialects import Dialect
-from service.ingest.markdown import CorpusPage, CorpusRules, page_dialect, parse_corpus
+from service.ingest.markdown import CorpusPage, CorpusRules, parse_corpus
 from service.ingest.seeder import default_chunker
 from service.settings import PROJECT_ROOT
 
@@ -38,8 +37,6 @@ class PoolSet:
     repository: str
     pages: Sequence[CorpusPage]
     chunks: Sequence[Chunk]
-    dialect: Dialect = Dialect.markdown
-    """The site generator's, as the seed detects it: how its links to files read."""
 
 
 def _source_field(text: str, key: str) -> str:
@@ -73,9 +70,7 @@ def read_set(pool: Path, name: str, max_tokens: int) -> PoolSet:
     # A page with no text of its own (an include-only page, a stub named by its file) has
     # nothing to mine: left out as `seeding.ignore` would leave it.
     pages = [entry for entry in parse_corpus(folder, CorpusRules()) if not entry.textless]
-    dialect = page_dialect(CorpusRules(), folder)
     chunker = default_chunker(max_tokens)
     chunks = [chunk for entry in pages for chunk in chunker(entry.doc)]
     return PoolSet(name=name, folder=folder, commit=_source_field(source, "commit"),
-                   repository=_source_field(source, "repository"), pages=pages, chunks=chunks,
-                   dialect=dialect)
+                   repository=_source_field(source, "repository"), pages=pages, chunks=chunks)

@@ -45,8 +45,8 @@ def named(pages: Sequence[Evidence | Option]) -> list[str]:
 
 
 def ambiguous(top: Evidence, second: Evidence, third: Evidence | None = None) -> str:
-    """The seed plan's "Do you mean A (category) or B (category)?", with a third page when
-    there is one."""
+    """The seed plan's "Do you mean A or B?", with a third page when there is one (`choose`:
+    categories named only where they tell the pages apart)."""
     return choose([top, second] if third is None else [top, second, third])
 
 

@@ -63,7 +63,9 @@ _TERM = re.compile(
     r"^\s*(?:>\s*)*(?:[-*+]\s+|\d{1,9}[.)]\s+)?(?:\*\*)?(`+)(?P<code>.+?)\1(?:\*\*)?\s*(?:[:—–]|\s-\s)"
 )
 _BOLD_TERM = re.compile(r"^\s*(?:[-*+]\s+)(?:\*\*)(?P<term>[^*`]+)\*\*\s*:")
-_LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+"""A Markdown link's address, `](../user/quickstart.rst#custom-headers "Title")`: where the link
+goes, not what its page says (no names here, and no words of the page: scoring.lexical_units)."""
 _REFERENCE_DEFINITION = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
 _URL = re.compile(r"<?(?:https?|ftp|file|mailto):[^\s>)]*>?")
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
@@ -172,7 +174,7 @@ def _span(code: str, found: _Collector) -> None:
 
 
 def _prose(text: str, found: _Collector, defined: bool = False) -> None:
-    text = _HTML_TAG.sub(" ", _URL.sub(" ", _LINK_TARGET.sub("] ", text)))
+    text = _HTML_TAG.sub(" ", _URL.sub(" ", LINK_TARGET.sub("] ", text)))
     for name in names_in(_ESCAPE.sub(r"\1", text)):
         if _named_in_prose(name):
             found.add(name, defined=defined)

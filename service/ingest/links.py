@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 from urllib.parse import parse_qs, unquote
 
-from service.ingest.dialects import DIALECTS, Dialect
+from service.ingest.dialects import DIALECTS
 from service.ingest.markdown import CorpusPage
 from service.ingest.parse import (
     Link,
@@ -115,15 +115,10 @@ def _names(entry: CorpusPage) -> set[str]:
 
 class CorpusLinks:
     """Where the corpus's internal links lead: its pages by name and by file. `excluded`: the
-    files `seeding.ignore` left out (`markdown.ignored_files`); `dialect`: the site generator's
-    (`markdown.page_dialect`), whose reading of a link to a file may differ."""
+    files `seeding.ignore` left out (`markdown.ignored_files`)."""
 
-    def __init__(
-        self, corpus: Sequence[CorpusPage], seeds_dir: Path, excluded: Sequence[Path] = (),
-        dialect: Dialect = Dialect.markdown,
-    ) -> None:
+    def __init__(self, corpus: Sequence[CorpusPage], seeds_dir: Path, excluded: Sequence[Path] = ()) -> None:
         self.root = seeds_dir.resolve()
-        self.file_links_from_root = DIALECTS[dialect].file_links_from_root
         self.by_name: dict[str, CorpusPage] = {}
         self.by_file: dict[Path, CorpusPage] = {}
         self.by_slug: dict[str, CorpusPage] = {}
@@ -170,11 +165,11 @@ class LinkTarget:
 
 
 def check_links(
-    corpus: Sequence[CorpusPage], seeds_dir: Path, excluded: Sequence[Path] = (), dialect: Dialect = Dialect.markdown,
+    corpus: Sequence[CorpusPage], seeds_dir: Path, excluded: Sequence[Path] = ()
 ) -> LinkCheck:
     """Every internal link of the corpus judged, broken ones in file order. `excluded`: the
-    files `seeding.ignore` left out (`markdown.ignored_files`); `dialect`: as `CorpusLinks`."""
-    return judge_links(corpus, CorpusLinks(corpus, seeds_dir, excluded, dialect))
+    files `seeding.ignore` left out (`markdown.ignored_files`)."""
+    return judge_links(corpus, CorpusLinks(corpus, seeds_dir, excluded))
 
 
 def judge_links(corpus: Sequence[CorpusPage], known: CorpusLinks) -> LinkCheck:
@@ -338,7 +333,7 @@ def _resolve(link: Link, doc: CorpusPage, path: Path, known: CorpusLinks) -> _Ju
         candidates += _page_files((path.with_suffix("") / str(relative)).resolve(), suffix)
     if relative.is_absolute():
         candidates += _under_base_path(relative, suffix, known.root)
-    elif suffix in PAGE_SUFFIXES and known.file_links_from_root:
+    elif suffix in PAGE_SUFFIXES and DIALECTS[doc.dialect].file_links_from_root:
         candidates.append((known.root / str(relative)).resolve())  # after the page's own folder
     target = next((known.by_file[f] for f in candidates if f in known.by_file), None)
     if target is None and relative.is_absolute():

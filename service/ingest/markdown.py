@@ -289,18 +289,22 @@ class CorpusPage:
     page: ParsedPage
     textless: bool = False
     """The page has no text of its own: its content is its file's name (a stub)."""
+    dialect: Dialect = Dialect.markdown
+    """The corpus's dialect the page was read in (`page_dialect`): how its links to files resolve
+    (service/ingest/links.py)."""
 
 
 def _parse_entry(
     path: Path, seeds_dir: Path, rules: CorpusRules, project: SphinxProject | None, includes: IncludeReader,
 ) -> CorpusPage:
     relative = PurePosixPath(path.relative_to(seeds_dir).as_posix())
+    dialect = page_dialect(rules, seeds_dir)
     try:
         text = includes.text(path)
         if path.suffix == ".rst":  # Sphinx: reStructuredText, read by service/ingest/rst.py
             page = parse_rst_page(text, docname=docname_of(relative), project=project)
         else:
-            page = parse_page(text, page_dialect(rules, seeds_dir), mdx=path.suffix.lower() == ".mdx")
+            page = parse_page(text, dialect, mdx=path.suffix.lower() == ".mdx")
     except (FrontMatterError, RstError) as err:
         raise SeedFileError(path, str(err)) from None
     meta, props = page.meta, page.properties
@@ -342,7 +346,7 @@ def _parse_entry(
             title=title, category=category, keywords=keywords, summary=summary, content=content
         ),
         stub=stub,
-    ), path=path, page=page, textless=textless)
+    ), path=path, page=page, textless=textless, dialect=dialect)
 
 
 def _keywords(path: Path, page: ParsedPage) -> tuple[str, ...]:

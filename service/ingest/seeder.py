@@ -31,7 +31,6 @@ from service.ingest.markdown import (
     SeedError,
     SeedFileError,
     ignored_files,
-    page_dialect,
     parse_corpus,
 )
 
@@ -124,8 +123,7 @@ def _prepare(
     started = time.perf_counter()
     corpus = parse_corpus(seeds_dir, options.rules)
     parse_ms = (time.perf_counter() - started) * 1000 / max(len(corpus), 1)
-    known = CorpusLinks(corpus, seeds_dir, ignored_files(seeds_dir, options.rules),
-                        page_dialect(options.rules, seeds_dir))
+    known = CorpusLinks(corpus, seeds_dir, ignored_files(seeds_dir, options.rules))
     links = judge_links(corpus, known)
     broken = links.broken
     if broken and options.broken_links == "fail":

@@ -12,7 +12,6 @@ them, so the index never holds a dictionary of counts per unit.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,15 +20,10 @@ from typing import Any, NamedTuple
 
 from service.domain.identifiers import compact_key, is_separated, suffixes, whole_key
 from service.domain.types import Chunk, Document
-from service.ingest.identifiers import Identifier, identifiers_of
+from service.ingest.identifiers import LINK_TARGET, Identifier, identifiers_of
 from service.normalize.lexicon import Lexicon
 from service.scoring.snippets import plain_text
 from service.scoring.stemming import lexical_key, match_keys
-
-_LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
-"""A Markdown link's address (`](../user/quickstart.rst#custom-headers)`, a picture's path): words
-of the page it points to, not of this one, which keeps the link's text. Indexed as words, the FAQ
-that links to requests' "Custom Headers" ranked for "custom headers" above the page itself."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +146,9 @@ def _prepare(
     identifiers: Sequence[Identifier],
 ) -> PreparedUnit:
     title_sequences = [match_keys(lexicon.normalise(t)) for t in (title, *headings)]
-    content_tokens = lexicon.normalise(_LINK_TARGET.sub("]", content))
+    # A link's address (a picture's path too) is no word of this page, which keeps the link's
+    # text: indexed as words, requests' FAQ ranked for "custom headers" above the page it links to.
+    content_tokens = lexicon.normalise(LINK_TARGET.sub("]", content))
     keyword_tokens = [t for phrase in keywords for t in lexicon.normalise(phrase)]
     title_tokens = [t for seq in title_sequences for t in seq]
     unit = ScoringUnit(
