@@ -69,6 +69,10 @@ class RetrievalFlags(_Flags, frozen=True):
     """A release-notes page's score (its headings are versions or dates) × this, unless the query
     asks about a release (scoring/page_priors.py); 1: off. Chosen leave-one-corpus-out
     (docs/quality/page-priors.md)."""
+    migration_guide_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.5
+    """A migration guide's score (its title says it migrates or upgrades) × this, unless the query
+    asks about a release or names a word of the guide's title (scoring/page_priors.py); 1: off.
+    Chosen on the twelve labelled sets' dev splits (docs/quality/page-priors.md)."""
     page_boosts: dict[
         Annotated[str, msgspec.Meta(extra_json_schema={"minLength": 1})],
         Annotated[float, msgspec.Meta(extra_json_schema={"exclusiveMinimum": 0, "maximum": MAX_PAGE_BOOST})],
@@ -580,6 +584,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "retrieval.candidate_pool": "candidates each leg hands to fusion",
     "retrieval.release_notes_factor": "a release-notes page's score × this (headings mostly versions or dates), "
     "unless the query asks about a release (a version number, changed, new in, deprecated, upgrade, …); 1: off",
+    "retrieval.migration_guide_factor": "a migration guide's score × this (its title: migrating, migration, "
+    "upgrading, …), unless the query asks about a release or names a word of the guide's title; 1: off",
     "retrieval.page_boosts": 'glob on the page slug → its scores × this factor, every phase (as DocSearch\'s '
     'pageRank), 0 < factor ≤ 10, e.g. `{"api/*": 0.5, "guide/start": 2}`; matching globs multiply',
     "typo.min_token_length": "shorter tokens are never corrected",

@@ -19,11 +19,12 @@ from service.domain.types import Chunk, Document
 from service.ingest.identifiers import Identifier, identifiers_of
 from service.normalize.lexicon import Lexicon, Synonyms, build_lexicon
 from service.scoring.keyword import KeywordIndex, build_chunk_index, build_document_index
+from service.scoring.stemming import lexical_key
 
 ChunkId = tuple[str, int]
 
-PageType = Literal["release_notes"]
-"""What a page is by its structure (a page of no special type has none)."""
+PageType = Literal["release_notes", "migration_guide"]
+"""What a page is by its structure or its title (a page of no special type has none)."""
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 RELEASE_HEADING = re.compile(
@@ -37,6 +38,9 @@ RELEASE_HEADING = re.compile(
 """A heading that names a release: a version number, a date, or Keep a Changelog's "Unreleased"."""
 RELEASE_MIN_HEADINGS = 3
 """Release headings a page needs at one heading depth (besides being half of that depth's)."""
+MIGRATION_TITLE = re.compile(r"\b(?:migrat|upgrad)\w*", re.IGNORECASE)
+"""A migration or upgrade guide's title, in general English: "Migrating from Vuex ≤4", "Migration
+from v7", "Upgrading to v2", "Migrating from Vim"."""
 NAME_PIN_MAX_PAGES = 3
 """A name from the code that at most this many pages show pins its pages down (`pinned_pages`):
 `request.url_for` or `storesDirs` is on one to three pages, `TypeScript` or `mkdocs.yml` on many.
@@ -100,13 +104,30 @@ class CorpusIndexes:
         # Once per snapshot, from structure only (no page's name or path).
         return release_notes_pages(self.chunks_by_id.values())
 
+    @cached_property
+    def _migration_guides(self) -> dict[str, frozenset[str]]:
+        """Each migration guide's title words (lexical keys): what the guide is about."""
+        return {slug: frozenset(lexical_key(t) for t in self.lexicon.normalise(doc.title))
+                for slug, doc in self.documents_by_slug.items() if MIGRATION_TITLE.search(doc.title)}
+
+    def migration_title_keys(self, slug: str) -> frozenset[str]:
+        """A migration guide's title words ("Migrating from Vuex" → migrat, vuex); empty for any other page."""
+        return self._migration_guides.get(slug, frozenset())
+
     def page_type(self, slug: str) -> PageType | None:
-        """The page's type by its structure (`release_notes_pages`); None for an ordinary page."""
-        return "release_notes" if slug in self._release_notes else None
+        """The page's type: release notes by their structure (`release_notes_pages`), a migration
+        guide by its title (`MIGRATION_TITLE`); None for an ordinary page."""
+        if slug in self._release_notes:
+            return "release_notes"
+        return "migration_guide" if slug in self._migration_guides else None
 
     @property
     def has_release_notes(self) -> bool:
         return bool(self._release_notes)
+
+    @property
+    def has_migration_guides(self) -> bool:
+        return bool(self._migration_guides)
 
     def is_stub(self, slug: str) -> bool:
         """A page with nothing to say on its own (only an include, a directive, links or

@@ -5,6 +5,11 @@ A factor per page scales its scores (1: no prior). The factors multiply:
   `indexes.release_notes_pages`, from structure only) × `retrieval.release_notes_factor`, unless
   the query is about a release (`is_release_question`): a long page that mentions every feature
   once per release must not crowd out the page that documents the feature;
+- migration guides (a title that migrates or upgrades: "Migrating from Vuex ≤4",
+  `indexes.MIGRATION_TITLE`) × `retrieval.migration_guide_factor`, unless the query is about a
+  release or names a word of the guide's title ("onenote to markdown" for "Migrating from
+  OneNote"): a guide that walks through every feature's change must not crowd out the page that
+  documents the feature ("install pinia", "hot module replacement");
 - the operator's per-path factors, `retrieval.page_boosts` (a glob on the slug → a factor, as
   DocSearch's `pageRank`): the product of every glob that matches.
 
@@ -24,6 +29,7 @@ import msgspec
 from service.domain.types import Evidence, NormalizedQuery
 from service.flags import Flags
 from service.scoring.indexes import CorpusIndexes
+from service.scoring.stemming import lexical_key
 
 PageFactor = Callable[[str], float]
 
@@ -49,13 +55,19 @@ def is_release_question(query: NormalizedQuery) -> bool:
 def page_factor(indexes: CorpusIndexes, flags: Flags, query: NormalizedQuery) -> PageFactor | None:
     """The factor of each page for this query; None when no prior applies to any page."""
     retrieval = flags.retrieval
-    release = retrieval.release_notes_factor if indexes.has_release_notes and not is_release_question(query) else 1.0
+    about_releases = is_release_question(query)
+    release = retrieval.release_notes_factor if indexes.has_release_notes and not about_releases else 1.0
+    migration = retrieval.migration_guide_factor if indexes.has_migration_guides and not about_releases else 1.0
     boosts = tuple(retrieval.page_boosts.items())
-    if release == 1.0 and not boosts:
+    if release == 1.0 and migration == 1.0 and not boosts:
         return None
+    said = frozenset(lexical_key(t) for t in query.tokens)
 
     def factor(slug: str) -> float:
-        f = release if release != 1.0 and indexes.page_type(slug) == "release_notes" else 1.0
+        kind = indexes.page_type(slug)
+        f = release if kind == "release_notes" else 1.0
+        if kind == "migration_guide" and migration != 1.0 and not said & indexes.migration_title_keys(slug):
+            f *= migration
         for pattern, boost in boosts:
             if fnmatchcase(slug, pattern):
                 f *= boost
