@@ -69,10 +69,11 @@ class RetrievalFlags(_Flags, frozen=True):
     """A release-notes page's score (its headings are versions or dates) × this, unless the query
     asks about a release (scoring/page_priors.py); 1: off. Chosen leave-one-corpus-out
     (docs/quality/page-priors.md)."""
-    migration_guide_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.5
+    migration_guide_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.2
     """A migration guide's score (its title says it migrates or upgrades) × this, unless the query
     asks about a release or names a word of the guide's title (scoring/page_priors.py); 1: off.
-    Chosen on the twelve labelled sets' dev splits (docs/quality/page-priors.md)."""
+    Below 1 on the twelve labelled sets' dev splits (0.5 to 0.2 tie); 0.2 because a guide's
+    headings naming the APIs it changes read as definitions (docs/quality/page-priors.md)."""
     page_boosts: dict[
         Annotated[str, msgspec.Meta(extra_json_schema={"minLength": 1})],
         Annotated[float, msgspec.Meta(extra_json_schema={"exclusiveMinimum": 0, "maximum": MAX_PAGE_BOOST})],
