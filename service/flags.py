@@ -71,7 +71,8 @@ class RetrievalFlags(_Flags, frozen=True):
     (docs/quality/page-priors.md)."""
     migration_guide_factor: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.2
     """A migration guide's score (its title says it migrates or upgrades) × this, unless the query
-    asks about a release or names a word of the guide's title (scoring/page_priors.py); 1: off.
+    asks about a release or names the guide's subject, a word of its title few pages hold
+    (scoring/page_priors.py); 1: off.
     Below 1 on the twelve labelled sets' dev splits (0.5 to 0.2 tie); 0.2 because a guide's
     headings naming the APIs it changes read as definitions (docs/quality/page-priors.md)."""
     page_boosts: dict[
@@ -586,7 +587,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "retrieval.release_notes_factor": "a release-notes page's score × this (headings mostly versions or dates), "
     "unless the query asks about a release (a version number, changed, new in, deprecated, upgrade, …); 1: off",
     "retrieval.migration_guide_factor": "a migration guide's score × this (its title: migrating, migration, "
-    "upgrading, …), unless the query asks about a release or names a word of the guide's title; 1: off",
+    "upgrading, …), unless the query asks about a release or names the guide's subject (a word of its "
+    "title on fewer than a quarter of the pages); 1: off",
     "retrieval.page_boosts": 'glob on the page slug → its scores × this factor, every phase (as DocSearch\'s '
     'pageRank), 0 < factor ≤ 10, e.g. `{"api/*": 0.5, "guide/start": 2}`; matching globs multiply',
     "typo.min_token_length": "shorter tokens are never corrected",

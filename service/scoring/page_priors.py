@@ -7,8 +7,8 @@ A factor per page scales its scores (1: no prior). The factors multiply:
   once per release must not crowd out the page that documents the feature;
 - migration guides (a title that migrates or upgrades: "Migrating from Vuex ≤4",
   `indexes.MIGRATION_TITLE`) × `retrieval.migration_guide_factor`, unless the query is about a
-  release or names a word of the guide's title ("onenote to markdown" for "Migrating from
-  OneNote"): a guide that walks through every feature's change must not crowd out the page that
+  release or names the guide's subject, a word of its title few pages hold ("onenote to
+  markdown" for "Migrating from OneNote"; not "redux" for "Migrating to Modern Redux"): a guide that walks through every feature's change must not crowd out the page that
   documents the feature ("install pinia", "hot module replacement");
 - the operator's per-path factors, `retrieval.page_boosts` (a glob on the slug → a factor, as
   DocSearch's `pageRank`): the product of every glob that matches.

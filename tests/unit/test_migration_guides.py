@@ -131,3 +131,14 @@ async def test_a_question_naming_the_guides_subject_keeps_it_at_full_weight(pini
         score_on = next(e.score for e in on.results if e.doc_slug == "cookbook/migration-vuex")
         score_off = next(e.score for e in off.results if e.doc_slug == "cookbook/migration-vuex")
         assert (score_on < score_off) is lowered
+
+
+def test_a_guides_subject_is_not_the_product_every_page_names() -> None:
+    """"Migrate to Logseq Beta" is about the beta: "logseq", on about half of Logseq's pages, does
+    not make a question about the guide, "beta" (a few pages) does."""
+    indexes = _indexes(_pipeline(CORPORA / "logseq-docs"))
+    subject = indexes.migration_title_keys("migrate-to-logseq-beta")
+    assert indexes.page_type("migrate-to-logseq-beta") == "migration_guide"
+    assert "beta" in subject
+    assert "logseq" not in subject
+    assert indexes.documents.postings.document_frequency("logseq") >= len(indexes.documents_by_slug) / 4
