@@ -119,9 +119,9 @@ class CorpusIndexes:
                                 if self.documents.postings.document_frequency(k := lexical_key(t)) < common)
                 for slug, doc in self.documents_by_slug.items() if MIGRATION_TITLE.search(doc.title)}
 
-    def migration_title_keys(self, slug: str) -> frozenset[str]:
-        """A migration guide's subject words ("Migrating from Vuex ≤4" → migrat, vuex, 4); empty
-        for any other page."""
+    def migration_subject(self, slug: str) -> frozenset[str]:
+        """A migration guide's subject words (`_migration_guides`: on Pinia's docs "Migrating from
+        Vuex ≤4" → vuex, "migrat" and "4" being on a third of its pages); empty for any other page."""
         return self._migration_guides.get(slug, frozenset())
 
     def page_type(self, slug: str) -> PageType | None:

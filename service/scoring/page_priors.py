@@ -8,8 +8,9 @@ A factor per page scales its scores (1: no prior). The factors multiply:
 - migration guides (a title that migrates or upgrades: "Migrating from Vuex ≤4",
   `indexes.MIGRATION_TITLE`) × `retrieval.migration_guide_factor`, unless the query is about a
   release or names the guide's subject, a word of its title few pages hold ("onenote to
-  markdown" for "Migrating from OneNote"; not "redux" for "Migrating to Modern Redux"): a guide that walks through every feature's change must not crowd out the page that
-  documents the feature ("install pinia", "hot module replacement");
+  markdown" for "Migrating from OneNote"; not "redux" for "Migrating to Modern Redux"): a
+  guide that walks through every feature's change must not crowd out the page that documents
+  the feature ("install pinia", "hot module replacement");
 - the operator's per-path factors, `retrieval.page_boosts` (a glob on the slug → a factor, as
   DocSearch's `pageRank`): the product of every glob that matches.
 
@@ -61,12 +62,12 @@ def page_factor(indexes: CorpusIndexes, flags: Flags, query: NormalizedQuery) ->
     boosts = tuple(retrieval.page_boosts.items())
     if release == 1.0 and migration == 1.0 and not boosts:
         return None
-    said = frozenset(lexical_key(t) for t in query.tokens)
+    said = frozenset(lexical_key(t) for t in query.tokens) if migration != 1.0 else frozenset()
 
     def factor(slug: str) -> float:
         kind = indexes.page_type(slug)
         f = release if kind == "release_notes" else 1.0
-        if kind == "migration_guide" and migration != 1.0 and not said & indexes.migration_title_keys(slug):
+        if kind == "migration_guide" and migration != 1.0 and not said & indexes.migration_subject(slug):
             f *= migration
         for pattern, boost in boosts:
             if fnmatchcase(slug, pattern):

@@ -26,6 +26,7 @@ from service.normalize.query import normalize_query
 from service.pipeline import Pipeline, RetrieveParams
 from service.scoring.indexes import CorpusIndexes
 from service.scoring.page_priors import is_release_question
+from service.scoring.stemming import lexical_key
 from service.wiring import make_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,9 +82,10 @@ def _off(flags: Flags) -> Flags:
 
 
 def _names_the_guide(pipeline: Pipeline, case: LabelledQuery, slug: str) -> bool:
-    """The question is about a release, or names a word of the guide's title ("pinia vs vuex")."""
+    """The question is about a release, or names the guide's subject ("pinia vs vuex")."""
     query, _ = normalize_query(case.query, _indexes(pipeline).lexicon)
-    return is_release_question(query) or bool(set(query.tokens) & _indexes(pipeline).migration_title_keys(slug))
+    said = {lexical_key(t) for t in query.tokens}
+    return is_release_question(query) or bool(said & _indexes(pipeline).migration_subject(slug))
 
 
 @pytest.mark.parametrize("phase", [1, 2])
@@ -137,7 +139,7 @@ def test_a_guides_subject_is_not_the_product_every_page_names() -> None:
     """"Migrate to Logseq Beta" is about the beta: "logseq", on about half of Logseq's pages, does
     not make a question about the guide, "beta" (a few pages) does."""
     indexes = _indexes(_pipeline(CORPORA / "logseq-docs"))
-    subject = indexes.migration_title_keys("migrate-to-logseq-beta")
+    subject = indexes.migration_subject("migrate-to-logseq-beta")
     assert indexes.page_type("migrate-to-logseq-beta") == "migration_guide"
     assert "beta" in subject
     assert "logseq" not in subject
