@@ -172,6 +172,50 @@ def test_multi_intent_on_phase3_uses_the_fused_scale_sorted() -> None:
     assert on_fused.message == keyword.message and on_fused.options == keyword.options
 
 
+def _two_needs(first: Evidence, second: Evidence) -> Answer:
+    """What the seed rules' multi-intent split gives: each part's strong page, in the parts' order."""
+    from service.decide.seed_rules import option_of
+
+    return Answer(results=(first, second), confidence=1.0, message="Which one should I go deeper on?",
+                  reason="multi_intent", options=(option_of(first), option_of(second)))
+
+
+def test_an_answer_to_two_needs_offers_the_other_needs_page_too() -> None:
+    from service.decide.decider import with_second_need
+
+    # "annotate text and go back to the previous page": p answers with Notes; Navigation is the
+    # other part's page, so the user is offered both.
+    answer = Answer(results=(ev("concepts/notes", 0.9), ev("concepts/home", 0.7), ev("actions/navigation", 0.6)),
+                    confidence=0.8, reason="calibrated_answer")
+    multi = _two_needs(ev("concepts/notes", 5.0), ev("actions/navigation", 4.0))
+    offered = with_second_need(answer, multi)
+    assert [o.doc_slug for o in offered.options] == ["concepts/notes", "actions/navigation"]
+    assert offered.reason == "calibrated_two_needs" and offered.results == answer.results
+    # A first page that is neither part's: p's answer stands, nothing is added.
+    elsewhere = _two_needs(ev("widgets/recent", 5.0), ev("actions/navigation", 4.0))
+    assert with_second_need(answer, elsewhere) is answer
+
+
+def test_two_needs_p_would_not_answer_are_asked_about_when_the_message_ranks_both_first() -> None:
+    from service.decide.decider import TWO_NEEDS_DEPTH, two_needs_question
+
+    weak = Clarify(results=(), confidence=0.4, message="Do you mean …?", options=(), reason="calibrated_weak")
+    multi = _two_needs(ev("concepts/notes", 5.0), ev("actions/navigation", 4.0))
+    ranking = [ev("concepts/notes", 0.9), ev("actions/navigation", 0.8), ev("concepts/home", 0.7)]
+    asked = two_needs_question(weak, ranking, multi)
+    assert isinstance(asked, Clarify) and asked.reason == "calibrated_two_needs_question"
+    assert {o.doc_slug for o in asked.options} == {"concepts/notes", "actions/navigation"}
+    assert asked.message.startswith("You asked about two things:")
+    # The second need's page below the message's first `TWO_NEEDS_DEPTH` pages: a split on an
+    # "and" of one need, most likely; the question stays as p put it.
+    buried = [ev("concepts/notes", 0.9), *(ev(f"concepts/other-{i}", 0.8 - i / 100) for i in range(TWO_NEEDS_DEPTH)),
+              ev("actions/navigation", 0.5)]
+    assert two_needs_question(weak, buried, multi) is weak
+    declined = NoMatch(message="none", reason="calibrated_no_match", confidence=0.1)
+    assert two_needs_question(declined, buried, multi) is declined
+    assert isinstance(two_needs_question(declined, ranking, multi), Clarify)
+
+
 def test_decision_flags_refuse_a_no_match_point_above_the_answer_point() -> None:
     with pytest.raises(msgspec.ValidationError, match="no_match_p"):
         msgspec.convert({"answer_p": [0.8, 0.5, 0.8], "no_match_p": [0.3, 0.6, 0.3]}, DecisionFlags)
