@@ -21,12 +21,14 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
 import random
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +37,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from service.settings import PROJECT_ROOT, Settings
 
@@ -203,6 +207,10 @@ def build(
             "pairs": counts,
             "anchors_per_set": available,
             "mining": asdict(mining),
+            # What the service's reading decides about what is mined (pages → chunks → the keyword
+            # ranking's hard negatives): the same pool read with other flags mines other pairs.
+            "reading": {"chunking_max_tokens": flags.chunking.max_tokens,
+                        "flags_sha256": hashlib.sha256(msgspec.json.encode(flags)).hexdigest()},
             "training": asdict(training),
             "report": {k: v for k, v in asdict(report).items() if k != "seconds"},
             "complete": report.steps == report.planned_steps and not training.max_steps,
@@ -213,12 +221,27 @@ def build(
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
             "pool": str(args.pool),
+            "code": code_version(),
             "groups_from_cache": str(args.groups_cache) if cached is not None else None,
         },
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     say(f"wrote {out / 'manifest.json'}")
     return manifest
+
+
+def code_version() -> str:
+    """The project's commit the command ran at ("+changes" when the worktree differs from it;
+    "unknown" outside a git checkout): the reader and chunker of that commit made the pairs."""
+    root = PROJECT_ROOT
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}+changes" if dirty else head
 
 
 def balanced_sample(groups: Sequence[Any], size: int, seed: int) -> list[Any]:

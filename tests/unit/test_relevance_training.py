@@ -54,6 +54,9 @@ def test_the_command_writes_a_model_the_service_loads(trained: Path) -> None:
     assert mined["link"] >= 2 and mined["definition"] == 4 and mined["title"] >= 4, mined
     assert recipe["held_out"]["onnx-int8"]["top1"] is not None
     assert manifest["run"]["peak_rss_mb"] > 0
+    # What the service's reading contributes is recorded: another chunk size mines other pairs.
+    assert recipe["reading"]["chunking_max_tokens"] > 0
+    assert len(recipe["reading"]["flags_sha256"]) == 64 and manifest["run"]["code"]
 
 
 def test_the_sample_shows_pairs_to_read(trained: Path) -> None:
