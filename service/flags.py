@@ -194,6 +194,18 @@ class DecisionFlags(_Flags, frozen=True):
     noise ("what is the capital of France" → "the closest matches are Component v-model …"). Over
     the twelve labelled dev splits, no matches under p 0.05 were 94 out-of-domain questions and
     one in-domain one whose right page was among the closest (lab/experiments/closest_matches.py)."""
+    corpus_probes: bool = False
+    """Run the corpus's self-check at each corpus load: 100 questions made from its own sections
+    (`decide.corpus_probes`) through phase 3, figures stored in PostgreSQL and shown in `/ready`.
+    Off by default: it costs a few seconds of each load and the shift it feeds is chosen off."""
+    corpus_shift_strength: Fraction = 0.0
+    """How far the self-check moves phase 3's p towards the corpus's own hit rate (0: not at all).
+    Chosen leave-one-corpus-out on the twelve labelled sets' dev splits: 0, every strength up to 1
+    lost right outcomes (docs/quality/cross-corpus.md, seventh session)."""
+    corpus_shift_reference: Annotated[float, msgspec.Meta(ge=-5, le=5)] = -0.555
+    """The self-check's gap (logit(hit rate) − logit(mean p)) on the corpora the portable fit was
+    made on, measured with that fit: a corpus with this gap is not moved. Remeasure it with the
+    portable fit (lab/experiments/corpus_adaptation.py)."""
 
     def __post_init__(self) -> None:
         # Between the two is "clarify"; the other way round there is no such band.
@@ -614,6 +626,11 @@ FLAG_MEANINGS: dict[str, str] = {
     "(0: off)",
     "decision.closest_matches_min_p": "calibrated: a no match offers its closest pages only when p >= this "
     "(0: always)",
+    "decision.corpus_probes": "run the corpus self-check (100 questions from its own sections) at each corpus "
+    "load; /ready shows it",
+    "decision.corpus_shift_strength": "calibrated, phase 3: how far the self-check moves p (0: off, as chosen "
+    "leave-one-corpus-out)",
+    "decision.corpus_shift_reference": "the self-check gap that moves nothing: the portable fit's corpora's",
     "fusion.method": "weighted | rrf",
     "fusion.query_type_weights": "false: weights.default for every query",
     "fusion.rrf_k": "RRF's rank constant (method rrf)",

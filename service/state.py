@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 
 from service.db import repo
+from service.decide.corpus_probes import CorpusProbes
 from service.domain.types import Chunk, Document
 from service.flags import Flags
 from service.job_store import JobStore
@@ -91,6 +92,10 @@ class DecisionStatus:
     PostgreSQL), `file` (the corpus's own fit file) or `portable` (service/learning)."""
     held_out: Callable[[], dict[str, Any] | None] = lambda: None
     """A fit from review: on how many reviewed queries it was fitted and its held-out figures."""
+    self_check: Callable[[], CorpusProbes | None] = lambda: None
+    """The served corpus's self-check (`decision.corpus_probes`; service/corpus_check.py)."""
+    corpus_shift: Callable[[], float] = lambda: 0.0
+    """The shift of phase 3's p the self-check gives now, in logits (0 at strength 0)."""
 
 
 CorpusHook = Callable[[CorpusSnapshot], Awaitable[None]]

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from service.corpus_check import self_check
+from service.db.pool import describe_error
 from service.decide.decider import Decider
 from service.embedding.backends import load_embedder as load_backend
 from service.embedding.backends import onnx_cache_dir
@@ -93,6 +95,12 @@ def build_pipeline(
             pipeline.load_corpus, snapshot.documents, snapshot.chunks, snapshot.version
         )
         await ensure_embeddings(st, pipeline, status)
+        decider.use_self_check(None)  # figures of other pages say nothing about these
+        if pipeline.flags().decision.corpus_probes:
+            try:
+                decider.use_self_check(await self_check(pipeline, snapshot, st.pool))
+            except Exception as err:  # a check that fails leaves the corpus served, unshifted
+                log.warning("corpus self-check failed: %s", describe_error(err))
 
     async def reindex(full: bool, say: Say | None = None) -> IndexReport | None:
         if full and st.pool is not None:
@@ -119,6 +127,8 @@ def build_pipeline(
     st.decision = DecisionStatus(
         policy=lambda: decider.policy_in_force(pipeline.flags()).value, calibration=calibration,
         error=decider.calibration_problem, failure=lambda: decider.own_error,
+        self_check=lambda: decider.self_check,
+        corpus_shift=lambda: _corpus_shift(decider, pipeline.flags()),
     )
     return pipeline
 
@@ -195,3 +205,9 @@ async def ensure_embeddings(
             model=serving_model,
         )
     return report
+
+
+def _corpus_shift(decider: Decider, flags: Flags) -> float:
+    """The shift the corpus's self-check gives phase 3's p now (0 with no fit, no check, or strength 0)."""
+    model = decider.active_calibration()
+    return 0.0 if model is None else decider.corpus_shift(flags.decision, model)

@@ -15,7 +15,7 @@ from service.db.supervisor import DatabaseStatus
 from service.domain.types import Base
 from service.operations import OPS_KEY, Operations
 from service.scoring.semantic import searched_exactly
-from service.state import get_state
+from service.state import DecisionStatus, get_state
 
 READY_QUERY_TIMEOUT_S = 2.0
 
@@ -72,9 +72,29 @@ class Ready(Base, frozen=True):
     retrieval is disabled (flag `enabled` or the kill switch)."""
     relevance_model: RelevanceModelInfo | None = None
     """The relevance model loaded at start-up (`relevance.enabled`); null while it is off."""
+    corpus_self_check: CorpusSelfCheck | None = None
+    """The served corpus's self-check; null while `decision.corpus_probes` is off or no fit decides."""
     vector_search: str | None = None
     """How phase 3 finds neighbours: `exact` (every vector compared: a corpus within
     `semantic.exact_search_max_vectors`, the same neighbours on every replica) or `hnsw`."""
+
+
+class CorpusSelfCheck(Base, frozen=True):
+    """The served corpus's self-check (`decision.corpus_probes`, issue 40 item 2): questions made
+    from its own sections, each answered by its section's page, run through phase 3."""
+
+    kind: str
+    """Which questions: `sentence` (a section's first sentence, its headings' words removed)."""
+    probes: int
+    hits: int
+    """How many had their own page first."""
+    hit_rate: float
+    mean_p: float
+    """The mean p the fit in force gave them (unshifted)."""
+    fit: str
+    """The fit measured with."""
+    shift: float
+    """What it moves phase 3's p by now, in logits (0 while `decision.corpus_shift_strength` is 0)."""
 
 
 class NotReady(Base, frozen=True):
@@ -124,7 +144,8 @@ async def ready(state: State) -> Response[Ready | NotReady]:
             calibration_fit=fit.fit, calibration_note=fit.note, calibration_error=fit.error,
             calibration_source=fit.source, calibration_held_out=fit.held_out,
             relevance_model=RelevanceModelInfo(**st.relevance.info.describe()) if st.relevance else None,
-            vector_search=_vector_search(state, counts.chunks), **_phases(state),
+            corpus_self_check=_self_check(st.decision), vector_search=_vector_search(state, counts.chunks),
+            **_phases(state),
         ),
         status_code=200,
     )
@@ -154,6 +175,15 @@ def _calibration(state: State) -> _Fit:
     source, problem, failure = decision.source(), decision.error(), decision.failure()
     return _Fit(decision.calibration(), FIT_NAMES.get(source or "", NO_FIT), source, decision.held_out(),
                 note=problem if problem != failure else None, error=failure)
+
+
+def _self_check(decision: DecisionStatus) -> CorpusSelfCheck | None:
+    check = decision.self_check()
+    if check is None:
+        return None
+    return CorpusSelfCheck(kind=check.kind, probes=check.probes, hits=check.hits,
+                           hit_rate=round(check.hit_rate, 4), mean_p=check.mean_p, fit=check.fit,
+                           shift=round(decision.corpus_shift(), 4))
 
 
 def _phases(state: State) -> dict[str, int | None]:

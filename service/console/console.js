@@ -87,7 +87,7 @@
         (typeof d.phase_in_force === "number" && d.phase_in_force !== d.phase
           ? " · in force " + (d.phase_in_force === 0 ? "none (disabled)" : "phase " + d.phase_in_force) : "");
       pill.className = "pill ok";
-      $("decision-status").textContent = decisionLine(d);
+      $("decision-status").textContent = decisionLine(d) + selfCheckLine(d.corpus_self_check);
       // Before the admin token loads the flags, the configured phase comes from /ready:
       // the selector never shows a phase the service is not configured with.
       if (typeof d.phase === "number" && !state.flags.length && document.activeElement !== $("flag-phase")) {
@@ -118,6 +118,14 @@
       return "decided by: portable fit " + d.calibration + " (this corpus has no fit of its own" + failed + ")";
     }
     return "decided by: " + d.calibration + " (own fit file" + failed + ")";
+  }
+
+  // The corpus's self-check (/ready, flag decision.corpus_probes): how often questions made from
+  // its own sections found their page at phase 3, and what it moves p by.
+  function selfCheckLine(c) {
+    if (!c) return "";
+    return " · self-check: " + fmt(c.hits) + " of " + fmt(c.probes) + " own questions found their page (" +
+      pct(c.hit_rate) + "), mean p " + c.mean_p.toFixed(2) + (c.shift ? ", p moved " + c.shift.toFixed(2) + " logits" : "");
   }
 
   // The corpus's own categories (GET /documents), refreshed with the status:

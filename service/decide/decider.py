@@ -50,6 +50,7 @@ from service.decide.calibration import (
     point_for,
     probability,
 )
+from service.decide.corpus_probes import CorpusProbes, adapted, shift_of
 from service.decide.seed_rules import (
     decide,
     decide_multi_intent,
@@ -120,6 +121,7 @@ class Decider:
         self.own_error = own_error
         """Why the own fit did not load (None: it loaded, or none was expected)."""
         self._served_pages = ""
+        self._self_check: CorpusProbes | None = None
 
     @classmethod
     def from_files(
@@ -164,6 +166,23 @@ class Decider:
                 else "the seed rules decide")
         return (f"calibration {model.version} was fitted on the pages of corpus {model.corpus!r}, not on the "
                 f"served ones: {then}; fit this corpus with `python -m service fit-decisions`")
+
+    def use_self_check(self, figures: CorpusProbes | None) -> None:
+        """The served corpus's self-check (`service.corpus_check`); None while there is none."""
+        self._self_check = figures
+
+    @property
+    def self_check(self) -> CorpusProbes | None:
+        return self._self_check
+
+    def corpus_shift(self, flags: DecisionFlags, model: CalibrationModel) -> float:
+        """Phase 3's shift of p, in logits, from a self-check made under `model` (0 without one,
+        or with `decision.corpus_shift_strength` 0, the default)."""
+        check = self._self_check
+        if check is None or check.fit != model.version:
+            return 0.0
+        return shift_of(check.hits, check.probes, check.mean_p, flags.corpus_shift_strength,
+                        flags.corpus_shift_reference)
 
     def policy_in_force(self, flags: Flags) -> Policy:
         """The policy that decides now: `calibrated` only with a fit that applies."""
@@ -253,8 +272,9 @@ class Decider:
             semantic_ranking=tuple(sorted(candidates.page_similarity, key=lambda s: -candidates.page_similarity[s])[:10]),
         )
         if model is not None:
+            shift = self.corpus_shift(flags.decision, model)
             calibrated = content_first(
-                _calibrated(model, flags.decision, 3, query, fused, signals.features, candidates.pinned),
+                _calibrated(model, flags.decision, 3, query, fused, signals.features, candidates.pinned, shift),
                 candidates.is_stub)
             return Decided(self._second_need(calibrated, candidates, query, flags), signals)
         leg = Candidates(phase=3, ranking=keyword, parts=candidates.parts, is_stub=candidates.is_stub)
@@ -283,10 +303,12 @@ def _calibrated(
     ranking: Sequence[Evidence],
     signals: dict[str, float],
     pinned: Collection[str] = frozenset(),
+    shift: float = 0.0,
 ) -> Decision:
-    """`signals`: `features_of` the same ranking; `pinned`: `Candidates.pinned`."""
+    """`signals`: `features_of` the same ranking; `pinned`: `Candidates.pinned`; `shift`: the
+    corpus's self-check shift of p, in logits (`Decider.corpus_shift`)."""
     phase_model = model.phases[str(phase)]
-    p = probability(phase_model, signals)
+    p = adapted(probability(phase_model, signals), shift)
     point = flags.at(phase)
     if nothing_similar(signals, point):
         return NoMatch(message=clarify.NO_MATCH, reason=NOTHING_SIMILAR, confidence=round(p, 4))
