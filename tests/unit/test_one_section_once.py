@@ -1,7 +1,8 @@
 """One section once (issue 42, item 3): the results shown name each page and anchor once, the
 lower of two chunks of one section merging into the first, and the freed place goes to the next
 section. tests/integration/test_one_per_section.py checks every labelled query of the vendored
-corpora through the service."""
+corpora through the service. The twelve labelled sets' runs also hold issue 40's rule on choices
+at phases 1 and 2 (a question offers two pages or more)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,12 @@ def _labelled_corpora() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("queries", "corpus"), _labelled_corpora())
-async def test_no_labelled_query_lists_a_section_twice_at_phase_2(queries: str, corpus: str) -> None:
+async def test_no_labelled_query_lists_a_section_twice_or_asks_without_a_choice_at_phase_2(
+    queries: str, corpus: str,
+) -> None:
+    """Also issue 40's rule, over every labelled set (tests/integration/test_clarification_choices.py
+    holds the seed set to it at every phase): at phases 1 and 2, no question with fewer than two
+    pages to pick, no no-match ending in a question it offers nothing for."""
     from collections import Counter
 
     from service.evaluation.labelled import load_labelled_set
@@ -89,6 +95,7 @@ async def test_no_labelled_query_lists_a_section_twice_at_phase_2(queries: str, 
     from service.pipeline import RetrieveParams
     from service.settings import PROJECT_ROOT
     from service.wiring import make_pipeline
+    from tests.conftest import choice_problem
 
     root = PROJECT_ROOT / ("seeds" if corpus == "seed" else f"tests/corpora/{corpus}")
     flags = Flags()
@@ -96,9 +103,16 @@ async def test_no_labelled_query_lists_a_section_twice_at_phase_2(queries: str, 
     pipeline = make_pipeline(root, lambda: flags)
     pipeline.load_corpus(documents, chunks, 1)
     _, cases = load_labelled_set(PROJECT_ROOT / "bench" / "queries" / queries)
-    repeated = []
+    repeated, no_choice = [], []
     for case in cases:
         outcome = await pipeline.run(RetrieveParams(query=case.query, phase_cap=2, top_k=10), flags, observe=False)
         counts = Counter((r.doc_slug, r.anchor) for r in outcome.results)
         repeated += [f"{case.id}: {slug}#{anchor} x{n}" for (slug, anchor), n in counts.items() if n > 1]
+        for answered in (outcome, await pipeline.run(RetrieveParams(query=case.query, phase_cap=1, top_k=10), flags,
+                                                     observe=False)):
+            payload = {"status": answered.status, "message": answered.message,
+                       "options": [{"doc_slug": o.doc_slug} for o in answered.options]}
+            if (problem := choice_problem(payload)) is not None:
+                no_choice.append(f"{case.id} {case.query!r} @{answered.phase}: {problem}")
     assert repeated == []
+    assert no_choice == []
