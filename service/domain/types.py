@@ -98,6 +98,9 @@ class NormalizedQuery(Base, frozen=True):
     only_identifiers: bool = False
     """The query says nothing but its identifiers (stopwords aside): "`--keep-forever`",
     "what does editor.minimap do?"."""
+    semantic_text: str = ""
+    """What phase 3 embeds when it is not `raw`: `raw` less the words written in a script the
+    documentation does not use ("ما هو workspace שלום" → "workspace"); empty: `raw`."""
 
 
 class Evidence(Base, frozen=True):

@@ -15,7 +15,14 @@ from pathlib import Path
 
 import yaml
 
-from service.normalize.text import lowercase_words, match_key, normalise_words, stem_plural, words
+from service.normalize.text import (
+    lowercase_words,
+    match_key,
+    normalise_words,
+    script_of,
+    stem_plural,
+    words,
+)
 
 _DATA = Path(__file__).parent / "data"
 
@@ -118,6 +125,12 @@ class Lexicon:
         """The compact keys of the corpus's names (letters and digits only), sorted once for
         the fuzzy matcher that respells a misspelt identifier (service/normalize/query.py)."""
         return tuple(sorted(key for key in self.identifiers if key.isalnum()))
+
+    @cached_property
+    def scripts(self) -> frozenset[str]:
+        """The writing systems the corpus's words are written in (`script_of` each; Latin for an
+        English corpus). A query word in another script can match nothing the corpus says."""
+        return frozenset(s for word in self.vocabulary if (s := script_of(word)) is not None)
 
     @cached_property
     def words_by_initial(self) -> Mapping[str, tuple[str, ...]]:

@@ -32,6 +32,7 @@ from service.normalize.text import (
     lowercase_words,
     match_key,
     stem_plural,
+    without_scripts,
     words,
 )
 
@@ -295,6 +296,13 @@ def normalize_query(
     """
     settings = typo or TypoFlags()
     received = cleaned = clean(raw)
+    # Words in a script no page uses ("ما هو workspace שלום") can match nothing the corpus says and
+    # would only dilute the rest: the query is read without them, unless they are all it says.
+    kept, foreign = without_scripts(cleaned, lexicon.scripts)
+    if foreign and kept:
+        cleaned = kept
+    else:
+        foreign = []
     names = query_identifiers(cleaned)
     respelt = [fix for name in names if (fix := correct_identifier(name, lexicon, settings)) is not None]
     if respelt:
@@ -308,7 +316,7 @@ def normalize_query(
     protected = frozenset(w for name in names if is_strong(name) for w in (*parts(name), compact_key(name)))
     lowered = lowercase_words(spelled)
     intent, subject = detect_intent(lowered)
-    notes: list[str] = []
+    notes: list[str] = [f"left out {' '.join(foreign)}: a script the documentation does not use"] if foreign else []
     tokens, corrections, unknown = _normalise_tokens(lowered, lexicon, settings, notes, protected)
     if corrections:
         # Spelling first, synonyms second: "keybaord shortcuts" meets its phrase rule once respelt.
@@ -345,5 +353,6 @@ def normalize_query(
             if (is_strong(n) or n in called) and not is_known_identifier(n, lexicon)
         ),
         only_identifiers=bool(names) and not said_besides,
+        semantic_text=cleaned if foreign else "",
     )
     return query, notes

@@ -40,6 +40,27 @@ def clean(raw: str) -> str:
     return " ".join("".join(kept).split())
 
 
+def script_of(word: str) -> str | None:
+    """The writing system of a word's first letter as Unicode names it (`LATIN`, `CYRILLIC`,
+    `ARABIC`, `HEBREW`, `CJK`, `HIRAGANA`...); None for a word without letters (`42`)."""
+    letter = next((ch for ch in word if ch.isalpha()), None)
+    if letter is None:
+        return None
+    name = unicodedata.name(letter, "")
+    return name.split(" ", 1)[0] if name else None
+
+
+def without_scripts(text: str, scripts: frozenset[str]) -> tuple[str, list[str]]:
+    """`text` less its whitespace-separated words written in a script outside `scripts`, and
+    those words. A word whose letters are in no script is kept (numbers, symbols)."""
+    kept: list[str] = []
+    left_out: list[str] = []
+    for word in text.split():
+        script = script_of(word)
+        (left_out if script is not None and script not in scripts else kept).append(word)
+    return " ".join(kept), left_out
+
+
 def lowercase_words(text: str) -> str:
     """Lowercase and replace punctuation by spaces ("Quick-Links!" → "quick links").
 

@@ -287,7 +287,7 @@ class HybridRetriever:
         """
         size = pool_size or flags.retrieval.candidate_pool
         text = rewrite_for_embedding(
-            query.raw, self.synonyms.phrases, self.synonyms.words,
+            query.semantic_text or query.raw, self.synonyms.phrases, self.synonyms.words,
             {fix.original: fix.corrected for fix in query.corrections if fix.original not in self.indexes.lexicon.english},
         )
         # A small corpus is searched exactly: the same neighbours on every replica (semantic_search).

@@ -85,10 +85,10 @@ CASES: list[Hostile] = [
     Hostile("NUL and control characters", _q("work\x00space\x07 \x1b[31mhome"), "200", same_as=_q("workspace home")),
     Hostile("right-to-left override", _q("\u202eecapskrow\u202c explain workspace"), "200",
             same_as=_q("ecapskrow explain workspace")),
-    Hostile("Arabic and Hebrew", _q("ما هو workspace שלום"), "200", decision="clarify", top="concepts/workspace",
-            known_failure="phases 1 and 2 ask about Workspace (as for \"workspace shalom\"); phase 3 "
-            "declines, offering Workspace Actions and Workspace as the closest matches: three of the four "
-            "words are in scripts the corpus does not use, and p falls under the no-match point"),
+    # "What is workspace? Shalom": the words in scripts no page uses can match nothing, and the user
+    # asked about Workspace, so they get what "workspace" gets (issue 42 item 6; it used to be
+    # declined at phase 3, those three words pulling p under the no-match point).
+    Hostile("Arabic and Hebrew", _q("ما هو workspace שלום"), "200", same_as=_q("workspace")),
     Hostile("combining characters", _q("wo\u0301rkspa\u0327ce" + "\u0301" * 200), "200", decision="no_match"),
     Hostile("emoji", _q("🏠 what is home 👩‍👩‍👧‍👦🔥"), "200", decision="answer", top="concepts/home"),
     Hostile("NFKC expansion", _q("\ufdfa" * 30), "4xx", fragment="1–500 characters"),

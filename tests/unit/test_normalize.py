@@ -223,3 +223,24 @@ def test_multi_intent_split(raw: str, parts: tuple[tuple[str, ...], ...]) -> Non
 def test_single_intent_when_one_side_is_empty() -> None:
     query, _ = normalize_query("workspace and the", LEXICON)
     assert not query.is_multi_intent
+
+
+def test_words_in_a_script_the_corpus_does_not_use_are_left_out_unless_they_are_all_the_query() -> None:
+    from service.normalize.lexicon import build_lexicon
+    from service.normalize.query import normalize_query
+    from service.normalize.text import script_of, without_scripts
+
+    assert (script_of("workspace"), script_of("שלום"), script_of("ما"), script_of("中文"), script_of("42")) == (
+        "LATIN", "HEBREW", "ARABIC", "CJK", None)
+    assert without_scripts("ما هو workspace 2 שלום", frozenset({"LATIN"})) == ("workspace 2", ["ما", "هو", "שלום"])
+    lexicon = build_lexicon(titles=["Workspace"], keywords=[], texts=["A workspace holds your panels."],
+                            synonyms=Synonyms())
+    assert lexicon.scripts == frozenset({"LATIN"})
+    mixed, notes = normalize_query("ما هو workspace שלום", lexicon)
+    plain, _ = normalize_query("workspace", lexicon)
+    assert mixed.tokens == plain.tokens == ("workspace",) and mixed.unknown_tokens == ()
+    assert mixed.semantic_text == "workspace" and mixed.raw == "ما هو workspace שלום"  # logged as typed
+    assert any("left out ما هو שלום" in note for note in notes)
+    # Nothing in the corpus's script: the query is kept whole (its words are unknown: no match).
+    foreign, _ = normalize_query("ما هو", lexicon)
+    assert foreign.tokens and foreign.semantic_text == "" and set(foreign.unknown_tokens) == set(foreign.tokens)
