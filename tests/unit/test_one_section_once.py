@@ -108,6 +108,8 @@ async def test_no_labelled_query_lists_a_section_twice_or_asks_without_a_choice_
         outcome = await pipeline.run(RetrieveParams(query=case.query, phase_cap=2, top_k=10), flags, observe=False)
         counts = Counter((r.doc_slug, r.anchor) for r in outcome.results)
         repeated += [f"{case.id}: {slug}#{anchor} x{n}" for (slug, anchor), n in counts.items() if n > 1]
+        offered = Counter(o.doc_slug for o in outcome.options)  # a page offered twice to pick from
+        repeated += [f"{case.id}: option {slug} x{n}" for slug, n in offered.items() if n > 1]
         for answered in (outcome, await pipeline.run(RetrieveParams(query=case.query, phase_cap=1, top_k=10), flags,
                                                      observe=False)):
             payload = {"status": answered.status, "message": answered.message,
