@@ -2,11 +2,11 @@
 
 Questions made from the corpus's own sections (`decide.corpus_probes`) go through the served
 pipeline at phase 3 without a trace (no query log, no kill-switch sample); what comes back is how
-often the first page was the question's page and the mean p the fit in force gave them. The
-figures are stored in PostgreSQL (migration 019) per corpus content, fit and kind, so another
-replica loading the same pages under the same fit reads them instead of running again; `/ready`
-and the console show them, and `decision.corpus_shift_strength` (0 by default, as chosen
-leave-one-corpus-out) lets them move phase 3's p (`Decider.corpus_shift`).
+often the first page was the question's page and the mean p the fit in force gave them. Each run
+is measured afresh (the ranking depends on the pages, the flags and the embedding model alike)
+and kept in PostgreSQL (migration 019), so an operator can read a drop against the runs before
+it; `/ready` and the console show the latest, and `decision.corpus_shift_strength` (0 by default,
+as chosen leave-one-corpus-out) lets it move phase 3's p (`Decider.corpus_shift`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 
 from service.decide.calibration import corpus_fingerprint, probability
-from service.decide.corpus_probes import KIND, CorpusProbes, sentence_probes
+from service.decide.corpus_probes import CorpusProbes, sentence_probes
 from service.decide.decider import Policy
 from service.pipeline import Pipeline, RetrieveParams
 from service.state import CorpusSnapshot
@@ -29,17 +29,14 @@ PHASE = 3
 
 
 async def self_check(pipeline: Pipeline, snapshot: CorpusSnapshot, pool: asyncpg.Pool[Any] | None) -> CorpusProbes | None:
-    """The served corpus's figures under the fit in force: stored ones when this corpus and fit
-    were measured before, else measured now (and stored). None when no fit decides phase 3 (the
-    seed rules read no p) or no probe reached phase 3."""
+    """The served corpus's figures under the fit in force, measured now and stored (with a
+    pool). None when no fit decides phase 3 (the seed rules read no p) or no probe reached it."""
     flags = pipeline.flags()
     decider = pipeline.decider
     model = decider.active_calibration() if decider.policy_in_force(flags) is Policy.calibrated else None
     if model is None or str(PHASE) not in model.phases:
         return None
     corpus = corpus_fingerprint({d.slug: d.content_hash for d in snapshot.documents})
-    if pool is not None and (stored := await read_figures(pool, corpus, model.version)) is not None:
-        return stored
     phase_model = model.phases[str(PHASE)]
     hits, ps = 0, []
     for probe in sentence_probes(snapshot.chunks):
@@ -60,21 +57,8 @@ async def self_check(pipeline: Pipeline, snapshot: CorpusSnapshot, pool: asyncpg
     return figures
 
 
-async def read_figures(pool: asyncpg.Pool[Any], corpus: str, fit: str) -> CorpusProbes | None:
-    row = await pool.fetchrow(
-        "select probes, hits, mean_p from corpus_probes where corpus = $1 and fit = $2 and kind = $3",
-        corpus, fit, KIND,
-    )
-    if row is None:
-        return None
-    return CorpusProbes(corpus=corpus, fit=fit, kind=KIND, probes=row["probes"], hits=row["hits"],
-                        mean_p=row["mean_p"])
-
-
 async def store_figures(pool: asyncpg.Pool[Any], figures: CorpusProbes) -> None:
     await pool.execute(
-        "insert into corpus_probes (corpus, fit, kind, probes, hits, mean_p) values ($1, $2, $3, $4, $5, $6)"
-        " on conflict (corpus, fit, kind) do update set probes = excluded.probes, hits = excluded.hits,"
-        " mean_p = excluded.mean_p, computed_at = now()",
+        "insert into corpus_probes (corpus, fit, kind, probes, hits, mean_p) values ($1, $2, $3, $4, $5, $6)",
         figures.corpus, figures.fit, figures.kind, figures.probes, figures.hits, figures.mean_p,
     )
