@@ -312,7 +312,10 @@ def _calibrated(
     point = flags.at(phase)
     if nothing_similar(signals, point):
         return NoMatch(message=clarify.NO_MATCH, reason=NOTHING_SIMILAR, confidence=round(p, 4))
-    return decide_calibrated(ranking, query, p, explain(phase_model, signals, p), point, pinned)
+    why = explain(phase_model, signals, p)
+    if shift:
+        why += f"; the corpus self-check's shift {shift:+.2f} logits included"
+    return decide_calibrated(ranking, query, p, why, point, pinned)
 
 
 NOTHING_SIMILAR = "calibrated_nothing_similar"

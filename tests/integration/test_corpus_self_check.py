@@ -21,8 +21,9 @@ from tests.conftest import ADMIN_TOKEN_FOR_TESTS, app_settings, quiet_flags_file
 
 SEEDS = PROJECT_ROOT / "seeds"
 AUTH = {"Authorization": f"Bearer {ADMIN_TOKEN_FOR_TESTS}"}
-# A question whose p lies well inside (0, 1) under the shipped fit, so a shift shows in it.
-QUESTION = "how do I get rid of a widget I no longer use"
+# A question whose p lies inside (0, 1) under the shipped fit (0.90), so a shift shows in it, and
+# that is answered either way, so its first result carries the decision's explanation.
+QUESTION = "workspace"
 
 
 def _flags(tmp_path: Path, **decision: Any) -> Path:
@@ -54,7 +55,10 @@ async def test_the_self_check_is_stored_at_each_load_shown_and_shifts_p_only_whe
         defaults = DecisionFlags()
         expected = shift_of(check["hits"], check["probes"], check["mean_p"], strength, defaults.corpus_shift_reference)
         assert check["shift"] == pytest.approx(expected, abs=1e-3) and check["shift"] != 0, check
-        shifted = (await _ask(client))["confidence"]
+        asked = await _ask(client)
+        shifted = asked["confidence"]
+        explained = [m for r in asked["results"] for m in r["match_explain"]]
+        assert any("self-check's shift" in m for m in explained), asked
         # The same question at strength 0: p as the fit gives it, which the shift moved.
         response = await client.put("/admin/flags", json={"name": "decision.corpus_shift_strength", "value": 0},
                                     headers=AUTH)
