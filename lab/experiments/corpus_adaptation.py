@@ -25,18 +25,9 @@ from pathlib import Path
 
 import msgspec
 
-from lab.experiments.probes import (
-    KINDS,
-    MIN_PROBES,
-    Probe,
-    adapted,
-    gap,
-    link_probes,
-    make_probes,
-    sentence_probes,
-    shift_of,
-)
+from lab.experiments.probes import KINDS, link_probes, make_probes
 from service.decide.calibration import CalibrationModel
+from service.decide.corpus_probes import MIN_PROBES, Probe, adapted, gap, sentence_probes, shift_of
 from service.decide.decider import replayed_status
 from service.evaluation.cross_corpus import CorpusRuns, Tally, tally
 from service.evaluation.decision_metrics import top_is_right

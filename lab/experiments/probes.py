@@ -15,24 +15,9 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from service.decide.corpus_probes import (
-    MAX_SHIFT,
-    MIN_PROBES,
-    Probe,
-    adapted,
-    first_sentence,
-    gap,
-    logit,
-    sample,
-    sentence_probes,
-    shift_of,
-    stems,
-)
+from service.decide.corpus_probes import Probe, sample, stems
 from service.domain.types import Chunk
 from service.ingest.markdown import CorpusPage
-
-__all__ = ["KINDS", "MAX_SHIFT", "MIN_PROBES", "Probe", "adapted", "first_sentence", "gap", "link_probes", "logit",
-           "make_probes", "sentence_probes", "shift_of"]
 
 MAX_PROBES = 60
 """Heading probes per corpus: enough for a rate (±6 points at 60)."""
