@@ -5,7 +5,7 @@ title, keywords and content, which the presence-only seed formula does not.
 A query's identifiers (issue 42) add their whole and compact keys as terms,
 which also count the names a unit shows (the identifier field, not
 length-normalised), and a unit that defines the name scores a term of its own
-(`_definitions`), and a unit that writes a name beside the query word next
+(`_definitions`; less when the query is a task that uses the name: `definition_share`), and a unit that writes a name beside the query word next
 to it (`rewrite --exclude`) one more (`_side_by_side`). The query's words, a
 name's parts among them, are ranked as before.
 Only the ranking score comes from here; the seed guards still come from
@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from service.domain.identifiers import compact_key, is_separated, whole_key
+from service.domain.identifiers import parts as identifier_parts
 from service.flags import LexicalFlags
 from service.scoring import keyword_formulas as formula
 from service.scoring.lexical_units import ScoringUnit
@@ -135,18 +136,30 @@ def _spread(tf: npt.NDArray[np.float32], at: npt.NDArray[np.intp], size: int) ->
 
 
 def _definitions(
-    term: QueryTerm, postings: PostingArrays, params: LexicalFlags,
+    term: QueryTerm, postings: PostingArrays, params: LexicalFlags, share: float,
 ) -> tuple[Positions, formula.Floats] | None:
     """Defining the query's name is a term of its own (`definition_weight` occurrences per
     definition, saturated), with the idf of the units that define it: rarer than those that
-    show it, so the page that defines or explains a name outranks the pages that use it."""
+    show it, so the page that defines or explains a name outranks the pages that use it;
+    `share` of it (`definition_share`)."""
     shown = postings.names.get(term.defined_by) if term.defined_by and params.identifier_weight else None
     if shown is None or shown.defined_tf is None:
         return None
     at = np.flatnonzero(shown.defined_tf)
     idf = formula.bm25_idf(len(at), postings.n_units)
     tf = params.definition_weight * shown.defined_tf[at].astype(np.float64)
-    return shown.positions[at], formula.bm25_saturate(idf, tf, params.k1)
+    return shown.positions[at], share * formula.bm25_saturate(idf, tf, params.k1)
+
+
+def definition_share(terms: Sequence[QueryTerm], params: LexicalFlags) -> float:
+    """How much a definition counts: whole while the query is about its names (`PageTitle`,
+    `configureServer hook`: at most `definition_words` other words), less as the query becomes a
+    task that uses a name ("override PageTitle and read the current page's frontmatter inside
+    it": the guide that does that, not the reference listing `PageTitle`). A name's own parts
+    (`foam`, `query` of `foam-query`) are not other words."""
+    parts = {lexical_key(part) for term in terms if term.named for part in identifier_parts(term.token)}
+    words = sum(1 for term in terms if not term.named and term.key not in parts)
+    return min(1.0, (1 + params.definition_words) / (1 + words))
 
 
 def _side_by_side(
@@ -202,6 +215,7 @@ def rank_bm25f(
     ]
     contributions: list[tuple[str, Positions, formula.Floats]] = []
     pending = list(dict.fromkeys(phrases))
+    share = definition_share(terms, params)
     for term in terms:
         positions, fields = _term_fields(term, postings, norms, params)
         pseudo = formula.bm25f_pseudo_tf([f[0] for f in fields], [f[1] for f in fields], [f[2] for f in fields])
@@ -209,7 +223,7 @@ def rank_bm25f(
         scores[positions] += contribution
         candidate[positions] = True
         contributions.append((term.token, positions, contribution))
-        defined = _definitions(term, postings, params)
+        defined = _definitions(term, postings, params, share)
         if defined is not None:
             at, extra = defined
             scores[at] += extra

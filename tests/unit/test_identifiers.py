@@ -427,3 +427,31 @@ def test_a_name_few_pages_show_pins_them_down(pinia: tuple[list[Document], list[
     assert indexes.pinned_pages(["defineStore"]) == frozenset()
     assert indexes.pinned_pages(["defineStore", "storesDirs"]) == {"ssr/nuxt"}
     assert indexes.pinned_pages(["unregisterEverything"]) == frozenset()
+
+
+# --- how much a definition counts (bm25f.definition_share) --------------------------------------
+
+COMPONENT_DOCS = [
+    _doc("reference/overrides", "Overrides Reference",
+         "You can override built-in components by giving paths to replacement components.\n\n"
+         "#### `Banner`\n\nComponent shown at the top of each page when its frontmatter sets a banner.\n\n"
+         "#### `PageTitle`\n\nComponent containing the `<h1>` element for the current page.\n\n"
+         "#### `Footer`\n\nFooter component shown on every page.\n"),
+    _doc("guides/overriding-components", "Overriding Components",
+         "## Use page data\n\nWhen you override a component you can read the data of the current page. "
+         "A replacement [`PageTitle`](/reference/overrides/#pagetitle) component reads the title set in "
+         "the page's frontmatter:\n\n```astro\nconst { title } = Astro.locals.route.entry.data;\n"
+         "<h1 id=\"_top\">{title}</h1>\n```\n"),
+    _doc("reference/frontmatter", "Frontmatter Reference", "Each page's frontmatter sets its title and banner."),
+    _doc("guides/pages", "Pages", "Pages are Markdown files; read their frontmatter for the title."),
+]
+
+
+def test_a_definition_counts_whole_for_a_name_and_less_for_a_task_that_uses_it() -> None:
+    indexes = build_indexes(COMPONENT_DOCS, [], Synonyms())
+    assert _first(indexes, "PageTitle")[0] == "reference/overrides"
+    assert _first(indexes, "PageTitle component")[0] == "reference/overrides"  # a word about the name
+    task = "override PageTitle and read the current page's frontmatter inside it"
+    assert _first(indexes, task)[0] == "guides/overriding-components"
+    # Counted whole whatever the query's other words, the reference's definition wins the task too.
+    assert _first(indexes, task, LexicalFlags(definition_words=100))[0] == "reference/overrides"
