@@ -94,7 +94,8 @@ class CorpusSelfCheck(Base, frozen=True):
     fit: str
     """The fit measured with."""
     shift: float
-    """What it moves phase 3's p by now, in logits (0 while `decision.corpus_shift_strength` is 0)."""
+    """What it moves phase 3's p by now, in logits (0 while `decision.corpus_shift_strength` is 0, and
+    under `seed_rules`, where no p decides)."""
 
 
 class NotReady(Base, frozen=True):

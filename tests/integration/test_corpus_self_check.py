@@ -59,6 +59,14 @@ async def test_the_self_check_is_stored_at_each_load_shown_and_shifts_p_only_whe
         shifted = asked["confidence"]
         explained = [m for r in asked["results"] for m in r["match_explain"]]
         assert any("self-check's shift" in m for m in explained), asked
+        # Under the seed rules no p decides: /ready shows no shift until the fit decides again.
+        response = await client.put("/admin/flags", json={"name": "decision.policy", "value": "seed_rules"},
+                                    headers=AUTH)
+        assert response.status_code == 200, response.text
+        assert (await client.get("/ready")).json()["corpus_self_check"]["shift"] == 0
+        response = await client.delete("/admin/flags/decision.policy", headers=AUTH)
+        assert response.status_code == 200, response.text
+        assert (await client.get("/ready")).json()["corpus_self_check"]["shift"] == check["shift"]
         # The same question at strength 0: p as the fit gives it, which the shift moved.
         response = await client.put("/admin/flags", json={"name": "decision.corpus_shift_strength", "value": 0},
                                     headers=AUTH)
