@@ -46,6 +46,10 @@ class QueryTerm:
     a term of its own (`_definitions`)."""
     named: bool = False
     """An identifier's term: it also counts the names the units show (the identifier field)."""
+    name_key: str | None = None
+    """An identifier's compact form, unstemmed: the key of the names a unit shows that are this
+    name (`PYTEST_ADDOPTS`, `pytest_addopts`), never another one that stems alike
+    (`pytest_addoption`: Snowball cuts both to `pytestaddopt`)."""
 
 
 @dataclass(frozen=True)
@@ -83,15 +87,18 @@ def identifier_term(name: str, postings: PostingArrays) -> QueryTerm | None:
     whole = whole_key(name)
     key = lexical_key(compact)
     spelled = whole if is_separated(whole) and whole in postings.names else None
-    df = len(_holders(postings, key, spelled))
+    df = len(_holders(postings, key, compact, spelled))
     if not compact or not df:
         return None
-    defined_by = next((k for k in (spelled, key) if k is not None and postings.defines(k)), None)
-    return QueryTerm(name, key, formula.bm25_idf(df, postings.n_units), spelled, defined_by, named=True)
+    defined_by = next((k for k in (spelled, compact) if k is not None and postings.defines(k)), None)
+    return QueryTerm(name, key, formula.bm25_idf(df, postings.n_units), spelled, defined_by, named=True,
+                     name_key=compact)
 
 
-def _holders(postings: PostingArrays, key: str, spelled: str | None) -> Positions:
-    held = [p.positions for p in (postings.lexical.get(key), postings.names.get(key)) if p is not None]
+def _holders(postings: PostingArrays, key: str, name_key: str, spelled: str | None) -> Positions:
+    """Units whose text has the name's compact form as a word (`key`, stemmed like every word) or
+    that show the name itself (`name_key`, `spelled`)."""
+    held = [p.positions for p in (postings.lexical.get(key), postings.names.get(name_key)) if p is not None]
     if spelled is not None:
         held.append(postings.names[spelled].positions)
     return np.unique(np.concatenate(held)).astype(np.int32) if held else np.zeros(0, dtype=np.int32)
@@ -113,20 +120,26 @@ def _term_fields(
         assert text is not None  # query_terms keeps only the words some unit holds
         tfs = (text.title_tf, text.keyword_tf, text.content_tf)
         return text.positions, [(tf, norm[text.positions], w) for tf, norm, w in zip(tfs, norms, weights, strict=True)]
-    positions = _holders(postings, term.key, term.spelled)
+    assert term.name_key is not None  # identifier_term sets it
+    positions = _holders(postings, term.key, term.name_key, term.spelled)
     fields: list[Field] = []
     if text is not None:
         at = np.searchsorted(positions, text.positions)
         for tf, norm, weight in zip((text.title_tf, text.keyword_tf, text.content_tf), norms, weights, strict=True):
             fields.append((_spread(tf, at, len(positions)), norm[positions], weight))
     shown = np.zeros(len(positions), dtype=np.float32)
-    for key in (term.key, term.spelled):
+    for key in (term.name_key, term.spelled):
         held = postings.names.get(key) if key is not None else None
         if held is not None:
             at = np.searchsorted(positions, held.positions)
             shown[at] = np.maximum(shown[at], held.shown_tf)
     fields.append((shown, np.ones(len(positions)), params.identifier_weight))
     return positions, fields
+
+
+def _holds(positions: Positions, unit: int) -> bool:
+    at = int(np.searchsorted(positions, unit))
+    return at < len(positions) and int(positions[at]) == unit
 
 
 def _spread(tf: npt.NDArray[np.float32], at: npt.NDArray[np.intp], size: int) -> npt.NDArray[np.float32]:
@@ -216,8 +229,11 @@ def rank_bm25f(
     contributions: list[tuple[str, Positions, formula.Floats]] = []
     pending = list(dict.fromkeys(phrases))
     share = definition_share(terms, params)
+    names_held: list[Positions] = []
     for term in terms:
         positions, fields = _term_fields(term, postings, norms, params)
+        if term.named:
+            names_held.append(positions)
         pseudo = formula.bm25f_pseudo_tf([f[0] for f in fields], [f[1] for f in fields], [f[2] for f in fields])
         contribution = formula.bm25_saturate(term.idf, pseudo, params.k1)
         scores[positions] += contribution
@@ -244,7 +260,10 @@ def rank_bm25f(
     # on every page has idf ~0). Its BM25 score is lifted by the best BM25
     # score of the list, so `score` stays monotone in the ranking.
     lift = float(scores[pool].max()) if len(pool) else 0.0
-    exact = [u for u in postings.exact_title_units(keys, units) if candidate[u]]
+    # A query's name is its phrase only where the unit shows that name: "PYTEST_ADDOPTS" is no
+    # title phrase of "Using hooks in pytest_addoption", whose words stem alike.
+    exact = [u for u in postings.exact_title_units(keys, units)
+             if candidate[u] and all(_holds(held, u) for held in names_held)]
     scores[exact] += lift
     if len(pool) > limit:
         pool = pool[np.argpartition(-scores[pool], limit - 1)[:limit]]

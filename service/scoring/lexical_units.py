@@ -183,8 +183,9 @@ def _prepare(
 
 def identifier_keys(name: str) -> set[str]:
     """The keys a name is found by: its whole form and each dotted suffix's (`flask.views.methodview`,
-    `views.methodview`; a key with separators is no word's key) and their compact forms as lexical
-    keys (`flaskviewsmethodview`, `methodview`: what `MethodView` and `method_view` share). Its
+    `views.methodview`; a key with separators is no word's key) and their compact forms, unstemmed
+    (`flaskviewsmethodview`, `methodview`: what `MethodView` and `method_view` share; Snowball would
+    make `pytest_addoption` and `PYTEST_ADDOPTS` one key). Its
     parts are words of the unit's text already (the tokeniser splits `_`, `.` and `-`); as keys of
     this field they moved units that show many names above the units about those words."""
     keys: set[str] = set()
@@ -193,7 +194,7 @@ def identifier_keys(name: str) -> set[str]:
         if is_separated(whole):
             keys.add(sys.intern(whole))
         if compact := compact_key(form):
-            keys.add(lexical_key(compact))
+            keys.add(sys.intern(compact))  # unstemmed: two names never share a key by their endings
     return keys
 
 

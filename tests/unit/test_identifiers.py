@@ -455,3 +455,25 @@ def test_a_definition_counts_whole_for_a_name_and_less_for_a_task_that_uses_it()
     assert _first(indexes, task)[0] == "guides/overriding-components"
     # Counted whole whatever the query's other words, the reference's definition wins the task too.
     assert _first(indexes, task, LexicalFlags(definition_words=100))[0] == "reference/overrides"
+
+
+def test_two_names_that_stem_alike_are_two_names() -> None:
+    # Snowball cuts `pytest_addoption` and `PYTEST_ADDOPTS` to one stem; a developer who types one
+    # means that one, and the heading that names the other is no title phrase of the query.
+    docs = [
+        _doc("how-to/writing-hook-functions", "Writing hook functions",
+             "## Using hooks in pytest_addoption\n\nA plugin adds command line options with "
+             "`parser.addoption` inside its `pytest_addoption` hook.\n"),
+        _doc("example/simple", "Basic patterns and examples",
+             "## How to change command line options defaults\n\nSet the `PYTEST_ADDOPTS` environment "
+             "variable to add command line options:\n\n```bash\nexport PYTEST_ADDOPTS=\"-v\"\n```\n"),
+        _doc("how-to/usage", "How to invoke pytest", "Run pytest with the options you need."),
+    ]
+    indexes = build_indexes(docs, [], Synonyms())
+    assert _first(indexes, "PYTEST_ADDOPTS")[0] == "example/simple"
+    assert _first(indexes, "pytest_addoption")[0] == "how-to/writing-hook-functions"
+    # The name's own term is held only where the name is shown (the words still match by stem).
+    query, _ = normalize_query("PYTEST_ADDOPTS", indexes.lexicon)
+    hits = indexes.documents.search(query.tokens, identifiers=query.identifiers)
+    holding = {h.doc_slug for h in hits if any("'PYTEST_ADDOPTS'" in m for m in h.match_explain)}
+    assert holding == {"example/simple"}, [h.match_explain for h in hits]
