@@ -4,10 +4,12 @@ BM25F sees term frequencies, document frequencies and a Snowball stem over
 title, keywords and content, which the presence-only seed formula does not.
 A query's identifiers (issue 42) add their whole and compact keys as terms,
 which also count the names a unit shows (the identifier field, not
-length-normalised), and a unit that defines the name scores a term of its own
-(`_definitions`; less when the query is a task that uses the name: `definition_share`), and a unit that writes a name beside the query word next
-to it (`rewrite --exclude`) one more (`_side_by_side`). The query's words, a
-name's parts among them, are ranked as before.
+length-normalised, keyed unstemmed: `pytest_addoption` is not `PYTEST_ADDOPTS`),
+and a unit that defines the name scores a term of its own (`_definitions`; less
+when the query is a task that uses the name: `definition_share`), and a unit
+that writes a name beside the query word next to it (`rewrite --exclude`) one
+more (`_side_by_side`). The query's words, a name's parts among them, are
+ranked as before.
 Only the ranking score comes from here; the seed guards still come from
 seed.py.
 """
