@@ -279,7 +279,8 @@ class LexicalFlags(_Flags, frozen=True):
     """Defining that name (heading, API entry, configuration row) counts this many occurrences of a
     term of its own, whose idf is that of the units defining it."""
     definition_words: Annotated[int, msgspec.Meta(ge=0, le=100)] = 1
-    """Query words beside its names (their own parts aside) up to which a definition counts whole;
+    """Query words beside its names (their own parts and words of their kind, `hook`, `signal`,
+    aside) up to which a definition counts whole;
     with more it counts (1 + this) / (1 + words): a query about a name wants where it is defined, a
     task that uses the name wants the page that does the task."""
     phrase_weight: Annotated[float, msgspec.Meta(ge=0, le=20)] = 1.0
@@ -653,7 +654,8 @@ FLAG_MEANINGS: dict[str, str] = {
     "([Identifiers](operations/identifiers.md))",
     "lexical.definition_weight": "where the unit defines that name (a heading, an API entry, a configuration "
     "table's key): this many occurrences of a term of its own, with the idf of the units that define it",
-    "lexical.definition_words": "query words beside its names (their own parts aside) up to which a definition "
+    "lexical.definition_words": "query words beside its names (their own parts and words of their kind, `hook`, "
+    "`signal`, aside) up to which a definition "
     "counts whole; with more words a definition counts (1 + this) / (1 + words) (`PageTitle` alone: whole; "
     "\"override PageTitle and read the page's frontmatter\": a share)",
     "lexical.phrase_weight": "a name written beside the query word next to it (`restic rewrite --exclude` → "

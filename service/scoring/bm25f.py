@@ -166,14 +166,23 @@ def _definitions(
     return shown.positions[at], share * formula.bm25_saturate(idf, tf, params.k1)
 
 
+KIND_WORDS = frozenset(lexical_key(word) for word in (
+    "function", "method", "class", "option", "flag", "argument", "parameter", "setting", "key",
+    "variable", "hook", "signal", "event", "component", "decorator", "property", "attribute",
+    "field", "module", "command", "directive", "callback", "prop", "macro", "filter",
+))
+"""Words that say what kind of thing a name is ("`task_failure` signal arguments", "`PageTitle`
+component"): a query holding them beside a name is still about the name."""
+
+
 def definition_share(terms: Sequence[QueryTerm], params: LexicalFlags) -> float:
     """How much a definition counts: whole while the query is about its names (`PageTitle`,
     `configureServer hook`: at most `definition_words` other words), less as the query becomes a
     task that uses a name ("override PageTitle and read the current page's frontmatter inside
     it": the guide that does that, not the reference listing `PageTitle`). A name's own parts
-    (`foam`, `query` of `foam-query`) are not other words."""
+    (`foam`, `query` of `foam-query`) and words of its kind (`KIND_WORDS`) are not other words."""
     parts = {lexical_key(part) for term in terms if term.named for part in identifier_parts(term.token)}
-    words = sum(1 for term in terms if not term.named and term.key not in parts)
+    words = sum(1 for term in terms if not term.named and term.key not in parts and term.key not in KIND_WORDS)
     return min(1.0, (1 + params.definition_words) / (1 + words))
 
 

@@ -21,7 +21,9 @@ from service.ingest.markdown import CorpusPage, parse_corpus
 from service.ingest.seeder import SeedOptions, default_chunker, prepare
 from service.normalize.lexicon import Synonyms, build_lexicon
 from service.normalize.query import MAX_NAME_PHRASES, normalize_query, query_identifiers
+from service.scoring.bm25f import QueryTerm, definition_share
 from service.scoring.indexes import build_indexes, identifier_index
+from service.scoring.stemming import lexical_key
 
 CORPORA = Path(__file__).resolve().parents[1] / "corpora"
 
@@ -455,6 +457,22 @@ def test_a_definition_counts_whole_for_a_name_and_less_for_a_task_that_uses_it()
     assert _first(indexes, task)[0] == "guides/overriding-components"
     # Counted whole whatever the query's other words, the reference's definition wins the task too.
     assert _first(indexes, task, LexicalFlags(definition_words=100))[0] == "reference/overrides"
+
+
+def _terms(name: str, *words: str) -> list[QueryTerm]:
+    return [*(QueryTerm(w, lexical_key(w), 1.0) for w in words),
+            QueryTerm(name, lexical_key(compact_key(name)), 1.0, named=True, name_key=compact_key(name))]
+
+
+@pytest.mark.parametrize(("name", "words", "share"), [
+    ("PageTitle", (), 1.0),
+    ("configureServer", ("hook",), 1.0),
+    ("foam-query", ("foam", "query", "block"), 1.0),  # the name's own parts are no other words
+    ("task_failure", ("task", "failure", "signal", "arguments"), 1.0),  # words of the name's kind
+    ("PageTitle", ("override", "read", "current", "page", "frontmatter"), 2 / 5),  # "page": its part
+])
+def test_how_much_a_definition_counts(name: str, words: tuple[str, ...], share: float) -> None:
+    assert definition_share(_terms(name, *words), LexicalFlags()) == pytest.approx(share)
 
 
 def test_two_names_that_stem_alike_are_two_names() -> None:
