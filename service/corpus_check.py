@@ -18,7 +18,6 @@ import asyncpg
 
 from service.decide.calibration import corpus_fingerprint, probability
 from service.decide.corpus_probes import CorpusProbes, sentence_probes
-from service.decide.decider import Policy
 from service.pipeline import Pipeline, RetrieveParams
 from service.state import CorpusSnapshot
 
@@ -32,8 +31,7 @@ async def self_check(pipeline: Pipeline, snapshot: CorpusSnapshot, pool: asyncpg
     """The served corpus's figures under the fit in force, measured now and stored (with a
     pool). None when no fit decides phase 3 (the seed rules read no p) or no probe reached it."""
     flags = pipeline.flags()
-    decider = pipeline.decider
-    model = decider.active_calibration() if decider.policy_in_force(flags) is Policy.calibrated else None
+    model = pipeline.decider.model_in_force(flags)
     if model is None or str(PHASE) not in model.phases:
         return None
     corpus = corpus_fingerprint({d.slug: d.content_hash for d in snapshot.documents})

@@ -18,7 +18,7 @@ from typing import Any
 
 from service.corpus_check import self_check
 from service.db.pool import describe_error
-from service.decide.decider import Decider, Policy
+from service.decide.decider import Decider
 from service.embedding.backends import load_embedder as load_backend
 from service.embedding.backends import onnx_cache_dir
 from service.embedding.batcher import QueryBatcher
@@ -210,7 +210,5 @@ async def ensure_embeddings(
 def _corpus_shift(decider: Decider, flags: Flags) -> float:
     """The shift the corpus's self-check gives phase 3's p now (0 with no fit, no check, strength 0,
     or under the seed rules, where no p decides)."""
-    model = decider.active_calibration()
-    if model is None or decider.policy_in_force(flags) is not Policy.calibrated:
-        return 0.0
-    return decider.corpus_shift(flags.decision, model)
+    model = decider.model_in_force(flags)
+    return 0.0 if model is None else decider.corpus_shift(flags.decision, model)

@@ -106,12 +106,11 @@ def sentence_probes(chunks: Iterable[Chunk], limit: int = MAX_PROBES) -> list[Pr
 
 def sample(probes: Iterable[Probe], limit: int) -> list[Probe]:
     """One probe per query text, a deterministic sample of at most `limit` (by a hash of each)."""
-    by_text: dict[str, set[str]] = {}
+    by_text: dict[str, set[Probe]] = {}
     for probe in probes:
-        by_text.setdefault(probe.query.casefold(), set()).add(f"{probe.page}\n{probe.query}")
-    unique = [next(iter(v)) for v in by_text.values() if len(v) == 1]
-    ordered = sorted(unique, key=lambda text: hashlib.sha256(text.encode()).hexdigest())
-    return [Probe(query=query, page=page) for page, query in (t.split("\n", 1) for t in ordered[:limit])]
+        by_text.setdefault(probe.query.casefold(), set()).add(probe)
+    unique = [next(iter(found)) for found in by_text.values() if len(found) == 1]
+    return sorted(unique, key=lambda p: hashlib.sha256(f"{p.page}\n{p.query}".encode()).hexdigest())[:limit]
 
 
 def logit(p: float) -> float:

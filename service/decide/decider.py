@@ -194,10 +194,11 @@ class Decider:
     def with_points(self, flags: Flags) -> Flags:
         """The flags a request decides with: under `calibrated`, the operating points of the fit
         in force (`CalibrationModel.points`)."""
-        model = self._model(flags)
+        model = self.model_in_force(flags)
         return flags if model is None else msgspec.structs.replace(flags, decision=model.points(flags.decision))
 
-    def _model(self, flags: Flags) -> CalibrationModel | None:
+    def model_in_force(self, flags: Flags) -> CalibrationModel | None:
+        """The fit whose p decides now: None under `seed_rules` or without a fit that applies."""
         if Policy.named(flags.decision.policy) is not Policy.calibrated:
             return None
         return self.active_calibration()
@@ -205,7 +206,7 @@ class Decider:
     # -- deciding -----------------------------------------------------------------------
     def decide(self, candidates: Candidates, query: NormalizedQuery, flags: Flags) -> Decided:
         """`flags` as `with_points` made them."""
-        model = self._model(flags)
+        model = self.model_in_force(flags)
         if query.intent == "small_talk":  # "hi there", "thanks, that helped!": no page is meant
             reply = clarify.SMALL_TALK.get(query.subject, clarify.NO_MATCH)
             return Decided(NoMatch(message=reply, reason="small_talk"), None)
