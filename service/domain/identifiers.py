@@ -32,8 +32,10 @@ NAME = re.compile(
 )
 """A name as written; a trailing `.` (a sentence's end) or `()` is not part of it."""
 
-_SEGMENTS = re.compile(r"[A-Za-z0-9]+")
-_CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+SEGMENTS = re.compile(r"[A-Za-z0-9]+")
+"""The runs of letters and digits a name is written with (`forwardedHeaders`, `trustedIPs`)."""
+# An acronym's plural is one part (`trustedIPs` → trusted, ips; `URLs`), not `I` and `Ps`.
+_CAMEL_PARTS = re.compile(r"[A-Z]+s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 _CASE_CHANGE = re.compile(r"[a-z][0-9]*[A-Z]|[A-Z]{2}[a-z]{2}")
 """camelCase, `Jinja2Templates`, `HTTPException`; not `URLs`, `10GB`."""
 _INNER_UNDERSCORE = re.compile(r"[A-Za-z0-9]_+[A-Za-z0-9]")
@@ -98,14 +100,14 @@ def whole_key(name: str) -> str:
 
 def compact_key(name: str) -> str:
     """Its letters and digits only, lower-cased: `ProxyFix`, `proxy_fix`, `--proxy-fix` → `proxyfix`."""
-    return "".join(_SEGMENTS.findall(name)).lower()
+    return "".join(SEGMENTS.findall(name)).lower()
 
 
 def parts(name: str) -> list[str]:
     """The words a name is made of, lower-cased, in order: snake, dotted, kebab and camel
     splits (`HTTPException` → http, exception; `Jinja2Templates` → jinja2, templates)."""
     out: list[str] = []
-    for segment in _SEGMENTS.findall(name):
+    for segment in SEGMENTS.findall(name):
         out.extend(p.lower() for p in _CAMEL_PARTS.findall(segment))
     return out
 

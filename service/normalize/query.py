@@ -11,6 +11,7 @@ from rapidfuzz.distance import OSA
 
 from service.domain.identifiers import (
     NAME,
+    SEGMENTS,
     called_names,
     compact_key,
     is_kebab,
@@ -194,7 +195,17 @@ def spelled_out(text: str, identifiers: list[str], lexicon: Lexicon) -> str:
     if not identifiers:
         return text
     wanted = {name for name in identifiers if match_key(compact_key(name)) not in lexicon.vocabulary_keys}
-    return NAME.sub(lambda m: " ".join(parts(m.group(0))) if m.group(0) in wanted else m.group(0), text)
+    return NAME.sub(lambda m: _spelled(m.group(0), lexicon) if m.group(0) in wanted else m.group(0), text)
+
+
+def _spelled(name: str, lexicon: Lexicon) -> str:
+    """A name's segments as the pages' text tokenises them (it splits at `.`, `_`, `-`): a segment
+    the pages write as one word stays that word (`forwardedHeaders.trustedIPs` → `forwardedHeaders
+    trustedIPs`, the words of the pages that show it), any other is written as its parts."""
+    return " ".join(
+        segment if match_key(segment.lower()) in lexicon.vocabulary_keys else " ".join(parts(segment))
+        for segment in SEGMENTS.findall(name)
+    )
 
 
 def is_known_identifier(name: str, lexicon: Lexicon) -> bool:

@@ -60,6 +60,10 @@ def test_a_names_keys_and_parts() -> None:
     assert parts("HTTPException") == ["http", "exception"]
     assert parts("after_this_request") == ["after", "this", "request"]
     assert parts("--print-width") == ["print", "width"]
+    # An acronym's plural is one word, not a letter and a stray `ps` (`trustedIPs`, `URLs`).
+    assert parts("trustedIPs") == ["trusted", "ips"]
+    assert parts("getIDsFor") == ["get", "ids", "for"]
+    assert parts("URLs") == ["urls"]
     assert compact_key("ProxyFix") == compact_key("proxy_fix") == compact_key("--proxy-fix") == "proxyfix"
     assert suffixes("flask.views.MethodView") == ["views.MethodView", "MethodView"]
     assert is_kebab("lint-staged") and not is_kebab("lint")
@@ -130,7 +134,8 @@ LEXICON = build_lexicon(
     titles=["Proxy Fix", "Deferred callbacks", "Extensions", "Stores", "TypeScript"],
     keywords=[], synonyms=Synonyms(),
     texts=["Use ProxyFix behind a proxy; snippets; after_this_request; samesite cookies; state stores; "
-           "mapState mapStores storeToRefs; prettier --print-width; TypeScript"],
+           "mapState mapStores storeToRefs; prettier --print-width; TypeScript; "
+           "--entryPoints.web.forwardedHeaders.trustedIPs"],
     identifiers=identifier_index(NAMES),
 )
 
@@ -144,6 +149,10 @@ LEXICON = build_lexicon(
     ("TypeScript setup", ("TypeScript",), ("typescript", "setup")),
     # ... one they do not is searched by its parts.
     ("createPersistedState", ("createPersistedState",), ("create", "persisted", "state")),
+    # A dotted name is read segment by segment, as the pages' text tokenises it: the segments
+    # they write stay their words, another is searched by its parts.
+    ("forwardedHeaders.trustedIPs", ("forwardedHeaders.trustedIPs",), ("forwardedheader", "trustedip")),
+    ("forwardedHeaders.allowedHosts", ("forwardedHeaders.allowedHosts",), ("forwardedheader", "allowed", "host")),
     ("built-in themes", ("built-in",), ("built", "theme")),
     # Words that spell one of the corpus's names joined are that name too.
     ("proxy fix", ("ProxyFix",), ("proxy", "fix")),
