@@ -156,9 +156,15 @@ def _within_edits(token: str, lexicon: Lexicon, settings: TypoFlags) -> Correcti
     return Correction(original=token, corrected=word, similarity=round(fuzz.ratio(token, word), 1))
 
 
+_ADDRESS = re.compile(r"(?<![\w.-])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/\S*")
+"""A host and path typed without a scheme (`example.com/foo/`): an address, as the pages' URLs
+are (service/ingest/identifiers.py), not a name."""
+
+
 def query_identifiers(text: str) -> list[str]:
     """The names in code a query holds, as written, each once: strong names anywhere and
     kebab-case words (`lint-staged`), read before tokenising splits them (service/domain/identifiers.py)."""
+    text = _ADDRESS.sub(" ", text)
     return list(dict.fromkeys(n for n in names_in(text) if is_strong(n) or is_kebab(n)))
 
 

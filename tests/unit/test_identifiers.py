@@ -171,6 +171,17 @@ def test_query_identifiers_keep_the_order_and_drop_words() -> None:
         "request.url_for", "$reset"]
 
 
+def test_an_address_typed_without_its_scheme_names_nothing() -> None:
+    # MkDocs' "my site will live under example.com/foo/ …" was a no match: `example.com` read as a
+    # name no page shows, where the pages write that address in their URLs (which are no names).
+    raw = "my site will live under example.com/foo/ and not at the root of the domain"
+    assert query_identifiers(raw) == []
+    query, _ = normalize_query(raw, LEXICON)
+    assert query.unknown_identifiers == () and unknown_names(query) == ()
+    # Without a path after it, a dotted name is still a name.
+    assert query_identifiers("pymdownx.snippets with example.com") == ["pymdownx.snippets", "example.com"]
+
+
 def test_a_namespaced_keyword_is_one_name_and_a_path_is_none() -> None:
     # EDN and Clojure keys (Logseq's config.edn): the part after `/` is the name's own.
     assert query_identifiers("what does :editor/extra-codemirror-options change?") == [
