@@ -327,7 +327,7 @@ def _parse_entry(
     category = _string(path, meta, "category") or props.get("category", "").strip()
     if not category:
         category = name_slug(relative.parts[0]) if len(relative.parts) > 1 else rules.default_category
-    slug = (_string(path, meta, "slug") or _string(path, meta, "permalink")).strip("/")
+    slug = _site_slug(path, meta, relative, dialect)
     slug = slug or (rst_slug(relative) if path.suffix == ".rst" else page_slug(relative))
     keywords = _keywords(path, page)
     summary = (
@@ -347,6 +347,24 @@ def _parse_entry(
         ),
         stub=stub,
     ), path=path, page=page, textless=textless, dialect=dialect)
+
+
+def _site_slug(path: Path, meta: dict[str, Any], relative: PurePosixPath, dialect: Dialect) -> str:
+    """The page's address on its site where the front matter sets it, else "": its `slug` or
+    `permalink`; under Docusaurus a `slug` without a leading `/` is under the page's folder and,
+    without a `slug`, an `id` replaces the file's name (`usage/WritingTests.mdx` with
+    `id: writing-tests` is served at `usage/writing-tests`)."""
+    given = _string(path, meta, "slug") or _string(path, meta, "permalink")
+    docusaurus = dialect == Dialect.docusaurus
+    folder = path_slug(relative.parent.with_suffix(".md")) if len(relative.parts) > 1 else ""
+    if given.strip("/"):
+        if docusaurus and folder and not given.startswith("/"):
+            return f"{folder}/{given.strip('/')}"
+        return given.strip("/")
+    doc_id = _string(path, meta, "id").strip("/") if docusaurus else ""
+    if doc_id and relative.name.lower() not in INDEX_PAGES:
+        return path_slug(relative, doc_id)
+    return ""
 
 
 def _keywords(path: Path, page: ParsedPage) -> tuple[str, ...]:

@@ -142,6 +142,32 @@ def test_absolute_links_under_the_sites_base_path_and_front_matter_addresses_res
     assert sorted(b.target for b in check.broken) == ["/docs/guide/missing", "/guide/organizing-state#nowhere"]
 
 
+def _write(root: Path, relative: str, text: str) -> None:
+    (root / relative).parent.mkdir(parents=True, exist_ok=True)
+    (root / relative).write_text(text, encoding="utf-8")
+
+
+def test_a_docusaurus_page_is_found_at_the_address_its_site_serves_it_at(tmp_path: Path) -> None:
+    """Redux's `usage/WritingTests.mdx` (`id: writing-tests`) is served at `/usage/writing-tests`;
+    QuestDB's `architecture/overview.mdx` (`slug: questdb-architecture`, no leading `/`) at
+    `/architecture/questdb-architecture`; tRPC's `slug: /community/contributing` as written. The
+    page a result names is the page a user's browser opens."""
+    _write(tmp_path, "usage/WritingTests.mdx", "---\nid: writing-tests\ntitle: Writing Tests\n---\n\n# Writing Tests\n\nText.\n")
+    _write(tmp_path, "architecture/overview.mdx",
+           "---\ntitle: Architecture\nslug: questdb-architecture\n---\n\nStorage and queries.\n")
+    _write(tmp_path, "community/Contrib.mdx",
+           "---\nid: contributing\nslug: /community/contributing\n---\n\n# Contributing\n\nText.\n")
+    _write(tmp_path, "guide/index.md", "---\nid: intro\n---\n\n# Guide\n\nText.\n")
+    _write(tmp_path, "index.md", "# Home\n\n[tests](/usage/writing-tests) [arch](/architecture/questdb-architecture)\n")
+    pages = parse_corpus(tmp_path, CorpusRules(dialect="docusaurus"))
+    assert sorted(e.doc.slug for e in pages) == [
+        "architecture/questdb-architecture", "community/contributing", "guide", "index", "usage/writing-tests"]
+    assert check_links(pages, tmp_path).broken == ()
+    # Another generator serves the file where it lies: its `id` is nobody's address.
+    plain = parse_corpus(tmp_path, CorpusRules(dialect="markdown"))
+    assert "usage/writingtests" in {e.doc.slug for e in plain}
+
+
 def test_logseqs_only_broken_links_are_the_documented_block_references() -> None:
     """A `[[name]]` without a page is a page Logseq makes; the block references the tree lacks
     are the real broken links, each in the docs with its reason."""
