@@ -65,19 +65,20 @@ def fit_phase(
     )
 
 
-def fold_of(key: str, repeat: int, folds: int = FOLDS) -> int:
-    """The case's fold in one repeat: a hash, so a refit on the same cases folds them alike."""
-    return int(hashlib.sha256(f"{repeat}:{key}".encode()).hexdigest(), 16) % folds
+def fold_of(key: str, repeat: int, folds: int = FOLDS, salt: str = "") -> int:
+    """The case's fold in one repeat: a hash, so a refit on the same cases folds them alike.
+    `salt`: another assignment, as likely as this one (how far a table moves by its folds alone)."""
+    return int(hashlib.sha256(f"{salt}{repeat}:{key}".encode()).hexdigest(), 16) % folds
 
 
 def cross_fitted(
     keys: Sequence[str], rows: Sequence[Mapping[str, float]], labels: Sequence[int], *,
-    excluded: frozenset[str] = frozenset(), folds: int = FOLDS, repeats: int = REPEATS,
+    excluded: frozenset[str] = frozenset(), folds: int = FOLDS, repeats: int = REPEATS, salt: str = "",
 ) -> list[dict[str, float]]:
     """Per repeat, every case's p from the model fitted on the other folds (keys: case ids)."""
     out: list[dict[str, float]] = []
     for repeat in range(repeats):
-        fold = [fold_of(key, repeat, folds) for key in keys]
+        fold = [fold_of(key, repeat, folds, salt) for key in keys]
         held_out: dict[str, float] = {}
         for k in range(folds):
             train = [i for i, f in enumerate(fold) if f != k]

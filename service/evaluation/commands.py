@@ -8,6 +8,7 @@ leave-one-corpus-out table (cross_corpus.py), the fit from reviewed traffic
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -68,6 +69,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--phase", choices=("1", "2", "3", "all"), default="all")
     p.add_argument("--max-wrong", type=float, default=MAX_WRONG,
                    help="--cross-corpus: the wrong-answer rate the fits' points keep on dev (default %(default)s)")
+    p.add_argument("--fold-assignments", type=int, default=1, metavar="N",
+                   help="--cross-corpus: also refit every leave-one-out fit under N - 1 other assignments of "
+                   "the cross-fitting folds and show how far the pooled figures move (default %(default)s: none)")
     p.add_argument("--json", type=Path, help="also write the reports as JSON")
     p.add_argument("--plot", type=Path, help="write the risk-coverage curves as a PNG")
     p.add_argument("--model", type=Path, default=CALIBRATION_FILE, help="fitted calibration file")
@@ -166,6 +170,8 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     """Leave-one-corpus-out (service/evaluation/cross_corpus.py): one table, per corpus and pooled."""
     from service.evaluation.cross_corpus import (
         CorpusRuns,
+        assignment_row,
+        assignments_markdown,
         identifier_cases,
         identifiers_markdown,
         kinds_markdown,
@@ -188,12 +194,17 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     collected = [runs for _, runs in served]
     corpora = [CorpusRuns(name=runs.corpus, cases=cases, runs=runs.runs) for cases, runs in served]
-    fits = {}
-    for held in corpora:
-        others = [i for i, c in enumerate(corpora) if c is not held]
-        say(f"fitting the portable decision without {held.name}")
-        fits[held.name] = fit(merge([collected[i] for i in others]), [case for i in others for case in corpora[i].cases],
-                              f"all but {held.name}", portable=True, max_wrong=args.max_wrong)
+    def fits_without_each(salt: str) -> dict[str, CalibrationModel]:
+        fits = {}
+        for held in corpora:
+            others = [i for i, c in enumerate(corpora) if c is not held]
+            say(f"fitting the portable decision without {held.name}" + (f" (folds {salt})" if salt else ""))
+            fits[held.name] = fit(merge([collected[i] for i in others]),
+                                  [case for i in others for case in corpora[i].cases], f"all but {held.name}",
+                                  portable=True, max_wrong=args.max_wrong, fold_salt=salt)
+        return fits
+
+    fits = fits_without_each("")
     phase = 3 if args.phase == "all" else int(args.phase)
     table = leave_one_out(corpora, fits, phase)
     print(f"## Leave-one-corpus-out, test splits, phase {phase}\n")
@@ -207,10 +218,20 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     pooled = {split: split_totals(corpora, fits, split, phase) for split in ("dev", "test")}
     print("\ncalibrated, pooled: " + "; ".join(
         f"{split} right {t['right']}/{t['cases']}, wrong {t['wrong']}/{t['answers']} answers" for split, t in pooled.items()))
+    assignments = {"": assignment_row(table, pooled)}
+    for n in range(1, max(args.fold_assignments, 1)):
+        salted = fits_without_each(f"s{n}:")
+        assignments[f"s{n}:"] = assignment_row(
+            leave_one_out(corpora, salted, phase),
+            {split: split_totals(corpora, salted, split, phase) for split in ("dev", "test")})
+    if len(assignments) > 1:
+        print(f"\n## The same runs under {len(assignments)} assignments of the cross-fitting folds, phase {phase}\n")
+        print(assignments_markdown(assignments))
     if args.json is not None:
         write(args.json, table, {"phase": phase, "query_sets": [str(q) for q in query_sets],
                                  "max_wrong": args.max_wrong, "pooled": pooled, "per_kind": kinds,
                                  "identifier_cases": identifiers,
+                                 "fold_assignments": {salt: dataclasses.asdict(a) for salt, a in assignments.items()},
                                  "fits": {name: msgspec.to_builtins(m) for name, m in fits.items()}})
         say(f"wrote {args.json}")
     return 0

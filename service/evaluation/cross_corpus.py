@@ -260,6 +260,67 @@ def markdown(table: dict[str, dict[str, dict[str, float | int | None]]]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Assignment:
+    """What one assignment of the cross-fitting folds gives the leave-one-out fits (`assignment_row`)."""
+
+    dev_right: int
+    dev_wrong: int
+    test_right: int
+    test_wrong: int
+    test_answers: int
+    needless: float | None
+    ood_no_match: float | None
+    worst_corpus: str
+    worst_wrong: float | None
+
+
+def assignment_row(
+    table: dict[str, dict[str, dict[str, float | int | None]]], pooled: Mapping[str, Mapping[str, int]],
+) -> Assignment:
+    """The calibrated policy's pooled test row, the dev and test totals and the corpus with the
+    most wrong answers."""
+    rows = table[POLICIES[1]]
+    corpora = {name: r for name, r in rows.items() if name != "pooled"}
+    worst = max(corpora, key=lambda name: float(corpora[name]["wrong_of_answers"] or 0.0))
+    test, dev = pooled["test"], pooled["dev"]
+
+    def share(value: float | int | None) -> float | None:
+        return None if value is None else float(value)
+
+    return Assignment(
+        dev_right=dev["right"], dev_wrong=dev["wrong"], test_right=test["right"], test_wrong=test["wrong"],
+        test_answers=test["answers"], needless=share(rows["pooled"]["needless_clarifications"]),
+        ood_no_match=share(rows["pooled"]["ood_no_match"]), worst_corpus=worst,
+        worst_wrong=share(corpora[worst]["wrong_of_answers"]),
+    )
+
+
+def assignments_markdown(rows: Mapping[str, Assignment]) -> str:
+    """One line per fold assignment, then each figure's range over them."""
+    lines = ["| folds | dev right | dev wrong | test right | test wrong / answers | needless | OOD no match | "
+             "most wrong answers |", "|---|--:|--:|--:|--:|--:|--:|---|"]
+    for salt, r in rows.items():
+        lines.append(f"| {salt or 'as shipped'} | {r.dev_right} | {r.dev_wrong} | {r.test_right} | "
+                     f"{r.test_wrong}/{r.test_answers} | {_pct(r.needless)} | {_pct(r.ood_no_match)} | "
+                     f"{r.worst_corpus} {_pct(r.worst_wrong)} |")
+
+    def span(values: list[float | int | None], pct: bool = False) -> str:
+        known = [float(v) for v in values if v is not None]
+        if not known:
+            return "–"
+        low, high = min(known), max(known)
+        return f"{_pct(low)}–{_pct(high)}" if pct else f"{low:.0f}–{high:.0f}"
+
+    a = list(rows.values())
+    lines.append(
+        f"| range | {span([r.dev_right for r in a])} | {span([r.dev_wrong for r in a])} | "
+        f"{span([r.test_right for r in a])} | {span([r.test_wrong for r in a])} | "
+        f"{span([r.needless for r in a], True)} | {span([r.ood_no_match for r in a], True)} | "
+        f"{span([r.worst_wrong for r in a], True)} |")
+    return "\n".join(lines)
+
+
 def write(path: Path, table: dict[str, dict[str, dict[str, float | int | None]]], meta: dict[str, object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**meta, "table": table}, indent=2) + "\n", encoding="utf-8")

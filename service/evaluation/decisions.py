@@ -190,12 +190,13 @@ def calibrated_p(model: CalibrationModel, run: CaseRun) -> float:
 
 def fit(
     collected: Collected, cases: Sequence[LabelledQuery], query_set: str, *, portable: bool = False,
-    max_wrong: float = MAX_WRONG,
+    max_wrong: float = MAX_WRONG, fold_salt: str = "",
 ) -> CalibrationModel:
     """One model per phase on the dev split, and its operating points chosen on dev (on held-out p,
     `calibration_fit.cross_fitted`).
     `portable`: without the corpus-scaled features, usable on any corpus (`collected` may
-    hold the runs of several corpora, `merge`)."""
+    hold the runs of several corpora, `merge`). `fold_salt`: another fold assignment for the held-out
+    p (`calibration_fit.fold_of`; "" is the one every shipped fit uses)."""
     import sklearn
 
     from service.decide.calibration_fit import (
@@ -217,7 +218,8 @@ def fit(
         labels = [int(top_is_right(by_id[r.case_id], r.ranked)) for r in rows]
         phases[str(phase)] = fit_phase([r.features for r in rows], labels, excluded=excluded)
         say(f"phase {phase}: fitted on {len(rows)} dev cases, Brier {phases[str(phase)].dev_brier}")
-        repeats = cross_fitted([r.case_id for r in rows], [r.features for r in rows], labels, excluded=excluded)
+        repeats = cross_fitted([r.case_id for r in rows], [r.features for r in rows], labels, excluded=excluded,
+                               salt=fold_salt)
         for pooled, repeat in zip(held_out, repeats, strict=True):
             pooled.update(((case_id, phase), p) for case_id, p in repeat.items())
     grid = (*ANSWER_GRID, *NO_MATCH_GRID, *RULE_P_THRESHOLDS)

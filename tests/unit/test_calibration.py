@@ -517,3 +517,13 @@ def test_a_question_names_a_category_only_where_it_tells_the_pages_apart() -> No
         "You asked about two things: Cli and Libraries. Which one first?"
     assert clarify.closest_matches([ev("general/cli", 0.4)]) == \
         "I couldn't find a page that answers that. The closest matches are Cli."
+
+
+def test_another_fold_assignment_folds_the_cases_otherwise() -> None:
+    from service.decide.calibration_fit import FOLDS, fold_of
+
+    keys = [f"case-{i}" for i in range(200)]
+    shipped = [fold_of(key, 0) for key in keys]
+    assert shipped == [fold_of(key, 0, salt="") for key in keys]  # the shipped fits' folds are unchanged
+    other = [fold_of(key, 0, salt="s1:") for key in keys]
+    assert other != shipped and sorted(set(other)) == list(range(FOLDS))

@@ -93,3 +93,26 @@ def test_the_command_refuses_a_single_corpus(tmp_path: Path, capsys: pytest.Capt
             "--signals", str(signals)]
     assert main(argv) == 2
     assert "--cross-corpus needs two or more --queries" in capsys.readouterr().err
+
+
+def test_other_fold_assignments_show_how_far_the_figures_move_by_themselves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["eval-decisions", "--cross-corpus", "--max-wrong", "0.05", "--fold-assignments", "3",
+            "--json", str(tmp_path / "out.json")]
+    for i, name in enumerate(CORPORA):
+        queries, signals = write_corpus(tmp_path, name, seed=i)
+        argv += ["--queries", str(queries), "--seeds-dir", str(tmp_path), "--signals", str(signals)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "## The same runs under 3 assignments of the cross-fitting folds, phase 3" in printed
+    report = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    rows = report["fold_assignments"]
+    assert list(rows) == ["", "s1:", "s2:"]
+    # The first row is the table's own: the figures the rest of the report gives.
+    assert rows[""]["test_right"] == report["pooled"]["test"]["right"]
+    assert rows[""]["dev_wrong"] == report["pooled"]["dev"]["wrong"]
+    lines = {line.split("|")[1].strip(): line for line in printed.splitlines() if line.startswith("| ")}
+    low = min(r["test_right"] for r in rows.values())
+    high = max(r["test_right"] for r in rows.values())
+    assert f"| {low}–{high} |" in lines["range"]
