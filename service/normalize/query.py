@@ -163,7 +163,8 @@ are (service/ingest/identifiers.py), not a name."""
 
 def query_identifiers(text: str) -> list[str]:
     """The names in code a query holds, as written, each once: strong names anywhere and
-    kebab-case words (`lint-staged`), read before tokenising splits them (service/domain/identifiers.py)."""
+    kebab-case words (`lint-staged`), read before tokenising splits them (service/domain/identifiers.py);
+    none inside an address (`_ADDRESS`)."""
     text = _ADDRESS.sub(" ", text)
     return list(dict.fromkeys(n for n in names_in(text) if is_strong(n) or is_kebab(n)))
 
