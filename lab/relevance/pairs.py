@@ -38,7 +38,7 @@ from lab.relevance.pool import PoolSet
 from service.domain.types import Chunk
 from service.flags import Flags
 from service.ingest.chunker import HEADER_SEPARATOR
-from service.ingest.linked_names import MARKDOWN_LINK
+from service.ingest.identifiers import MARKDOWN_LINK
 from service.ingest.links import CorpusLinks
 from service.ingest.markdown import CorpusPage
 from service.ingest.parse import URL_SCHEME, Link, anchor_slug, clean_inline

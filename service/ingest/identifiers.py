@@ -15,7 +15,9 @@ inline code, object directives as a line of code), with the grammar of service/d
   a line that is one code span (an API entry: Sphinx's signatures, `.. autoclass::`), a
   mkdocstrings `::: module.Name` line, a list or definition term (`- `--cache`: …`,
   `- **name**: …`), a table cell that is one name (a configuration table's key, an option's
-  CLI and API names).
+  CLI and API names); but not a name the unit links to another page by (its link text is the
+  name: Vitest's generated CLI page says `Config: [coverage.thresholds.autoUpdate](/config/coverage#…)`
+  under a heading naming it), unless other pages' links point at this unit by it too.
 
 Not names: literals (`true`, `null`), numbers, URLs and link targets. At most `MAX_PER_UNIT`
 names a unit (definitions first, then the most shown): an API page of thousands of names
@@ -66,6 +68,8 @@ _BOLD_TERM = re.compile(r"^\s*(?:[-*+]\s+)(?:\*\*)(?P<term>[^*`]+)\*\*\s*:")
 LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
 """A Markdown link's address, `](../user/quickstart.rst#custom-headers "Title")`: where the link
 goes, not what its page says (no names here, and no words of the page: scoring.lexical_units)."""
+MARKDOWN_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+"""An inline Markdown link in a line of a page's Markdown (not an image): its text and target."""
 _REFERENCE_DEFINITION = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
 _URL = re.compile(r"<?(?:https?|ftp|file|mailto):[^\s>)]*>?")
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
@@ -107,15 +111,24 @@ def identifiers_of(markdown: str, headings: Iterable[str] = (), linked: Iterable
     are not in its text (a chunk's header path, a page's title); `linked`: names other pages'
     links point at the unit by (`Chunk.linked_names`), which it defines."""
     found = _Collector()
-    for name in linked:
+    pointed = tuple(linked)
+    for name in pointed:
         found.define(name)
     for heading in headings:
         _heading(heading, found, code=False)
+    deferred: set[str] = set()
     for line, kind in fenced_lines(markdown):
         if kind == "code":
             _code(line, found)
         elif kind == "text":
             _line(line, found)
+            for match in MARKDOWN_LINK.finditer(line):
+                sent = linked_name(match.group("text"))
+                if sent is not None and not match.group("target").startswith("#"):
+                    deferred.add(sent.rstrip(".:-"))
+    # A unit that sends the reader elsewhere for a name (its link text is the name) does not define
+    # it, even under a heading naming it: a generated CLI page's `Config: [name](/config/…)`.
+    found.defined -= deferred - set(pointed)
     return found.result()
 
 

@@ -14,14 +14,13 @@ code, and links that reach no page of the corpus, count for nothing.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 
 import msgspec
 
 from service.domain.types import Chunk
-from service.ingest.identifiers import linked_name
+from service.ingest.identifiers import MARKDOWN_LINK, linked_name
 from service.ingest.links import CorpusLinks
 from service.ingest.markdown import CorpusPage
 from service.ingest.parse import URL_SCHEME, Link, anchor_slug
@@ -29,10 +28,6 @@ from service.ingest.scan import fenced_lines
 
 MAX_PER_CHUNK = 32
 """Distinct linked names kept per section (an API index links hundreds of names, each elsewhere)."""
-
-MARKDOWN_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
-"""An inline Markdown link in a line of a page's Markdown (not an image): its text and target."""
-
 
 def markdown_links(markdown: str) -> list[tuple[str, str]]:
     """(text, target) of each inline link outside fenced code whose target has no scheme."""

@@ -515,3 +515,24 @@ def test_two_names_that_stem_alike_are_two_names() -> None:
     hits = indexes.documents.search(query.tokens, identifiers=query.identifiers)
     holding = {h.doc_slug for h in hits if any("'PYTEST_ADDOPTS'" in m for m in h.match_explain)}
     assert holding == {"example/simple"}, [h.match_explain for h in hits]
+
+
+def test_a_unit_that_sends_the_reader_elsewhere_for_a_name_does_not_define_it() -> None:
+    # Vitest's generated CLI page has a heading per option and sends the reader to the
+    # configuration page for each ("Config: [name](/config/...)"); the configuration page explains it.
+    cli = ("### coverage.thresholds.autoUpdate\n\n- **CLI:** `--coverage.thresholds.autoUpdate <boolean>`\n"
+           "- **Config:** [coverage.thresholds.autoUpdate](/config/coverage#coverage-thresholds-autoupdate)\n")
+    assert _shown(identifiers_of(cli))["coverage.thresholds.autoUpdate"] is False
+    # A link within the unit's own page, or other pages pointing here by the name, keep it defined.
+    own = cli.replace("(/config/coverage#", "(#")
+    assert _shown(identifiers_of(own))["coverage.thresholds.autoUpdate"] is True
+    pointed = identifiers_of(cli, linked=["coverage.thresholds.autoUpdate"])
+    assert _shown(pointed)["coverage.thresholds.autoUpdate"] is True
+    docs = [
+        _doc("guide/cli-generated", "CLI Options", cli),
+        _doc("config/coverage", "coverage", "## coverage.thresholds.autoUpdate\n\n- **Type:** `boolean`\n\n"
+             "Update all threshold values `lines`, `functions`, `branches` and `statements` in the configuration "
+             "file when the current coverage is better than the thresholds. Useful in CI to ratchet coverage "
+             "up as it grows, together with `coverage.thresholds.perFile` and other threshold options.\n"),
+    ]
+    assert _first(build_indexes(docs, [], Synonyms()), "coverage.thresholds.autoUpdate")[0] == "config/coverage"
