@@ -215,15 +215,16 @@ def run_cross_corpus(args: argparse.Namespace, settings: Settings) -> int:
     identifiers = identifier_cases(corpora, phase)
     print(f"\n## Identifier cases (note: identifier), dev and test, phase {phase}\n")
     print(identifiers_markdown(identifiers))
-    pooled = {split: split_totals(corpora, fits, split, phase) for split in ("dev", "test")}
+    def pooled_of(fits: dict[str, CalibrationModel]) -> dict[str, dict[str, int]]:
+        return {split: split_totals(corpora, fits, split, phase) for split in ("dev", "test")}
+
+    pooled = pooled_of(fits)
     print("\ncalibrated, pooled: " + "; ".join(
         f"{split} right {t['right']}/{t['cases']}, wrong {t['wrong']}/{t['answers']} answers" for split, t in pooled.items()))
     assignments = {"": assignment_row(table, pooled)}
     for n in range(1, max(args.fold_assignments, 1)):
         salted = fits_without_each(f"s{n}:")
-        assignments[f"s{n}:"] = assignment_row(
-            leave_one_out(corpora, salted, phase),
-            {split: split_totals(corpora, salted, split, phase) for split in ("dev", "test")})
+        assignments[f"s{n}:"] = assignment_row(leave_one_out(corpora, salted, phase), pooled_of(salted))
     if len(assignments) > 1:
         print(f"\n## The same runs under {len(assignments)} assignments of the cross-fitting folds, phase {phase}\n")
         print(assignments_markdown(assignments))

@@ -356,10 +356,9 @@ def _site_slug(path: Path, meta: dict[str, Any], relative: PurePosixPath, dialec
     `id: writing-tests` is served at `usage/writing-tests`)."""
     given = _string(path, meta, "slug") or _string(path, meta, "permalink")
     docusaurus = dialect == Dialect.docusaurus
-    folder = path_slug(relative.parent.with_suffix(".md")) if len(relative.parts) > 1 else ""
     if given.strip("/"):
-        if docusaurus and folder and not given.startswith("/"):
-            return f"{folder}/{given.strip('/')}"
+        if docusaurus and len(relative.parts) > 1 and not given.startswith("/"):
+            return f"{path_slug(relative.parent.with_suffix('.md'))}/{given.strip('/')}"
         return given.strip("/")
     doc_id = _string(path, meta, "id").strip("/") if docusaurus else ""
     if doc_id and relative.name.lower() not in INDEX_PAGES:

@@ -60,12 +60,17 @@ def write_corpus(tmp: Path, name: str, seed: int) -> tuple[Path, Path]:
     return queries, signals
 
 
-def test_each_corpus_is_reported_under_the_fit_made_without_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["eval-decisions", "--cross-corpus", "--max-wrong", "0.05", "--json", str(tmp_path / "out.json")]
+def cross_corpus_argv(tmp: Path, *options: str) -> list[str]:
+    """The command over the three fixture corpora (written to `tmp`), its JSON to `tmp/out.json`."""
+    argv = ["eval-decisions", "--cross-corpus", "--max-wrong", "0.05", *options, "--json", str(tmp / "out.json")]
     for i, name in enumerate(CORPORA):
-        queries, signals = write_corpus(tmp_path, name, seed=i)
-        argv += ["--queries", str(queries), "--seeds-dir", str(tmp_path), "--signals", str(signals)]
-    assert main(argv) == 0
+        queries, signals = write_corpus(tmp, name, seed=i)
+        argv += ["--queries", str(queries), "--seeds-dir", str(tmp), "--signals", str(signals)]
+    return argv
+
+
+def test_each_corpus_is_reported_under_the_fit_made_without_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(cross_corpus_argv(tmp_path)) == 0
     printed = capsys.readouterr().out
     assert "## Leave-one-corpus-out, test splits, phase 3" in printed
     assert "| calibrated (leave-one-corpus-out) | pooled |" in printed
@@ -98,12 +103,7 @@ def test_the_command_refuses_a_single_corpus(tmp_path: Path, capsys: pytest.Capt
 def test_other_fold_assignments_show_how_far_the_figures_move_by_themselves(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["eval-decisions", "--cross-corpus", "--max-wrong", "0.05", "--fold-assignments", "3",
-            "--json", str(tmp_path / "out.json")]
-    for i, name in enumerate(CORPORA):
-        queries, signals = write_corpus(tmp_path, name, seed=i)
-        argv += ["--queries", str(queries), "--seeds-dir", str(tmp_path), "--signals", str(signals)]
-    assert main(argv) == 0
+    assert main(cross_corpus_argv(tmp_path, "--fold-assignments", "3")) == 0
     printed = capsys.readouterr().out
     assert "## The same runs under 3 assignments of the cross-fitting folds, phase 3" in printed
     report = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
